@@ -1,0 +1,43 @@
+// The one interface every inference engine implements (CPU now, CUDA behind the same calls). An
+// engine owns its scratch memory and is used by one thread at a time; the model it runs is shared.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "segmentation_model.h"
+
+namespace speakerseg {
+
+// A request the engine cannot serve (a window too short to give a frame, no device, ...).
+class EngineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class SegmentationEngine {
+ public:
+  virtual ~SegmentationEngine() = default;
+
+  // "cpu (oneDNN, 2 threads)", for logs and benchmark tables.
+  virtual std::string description() const = 0;
+
+  // Runs `batch` windows of `samples` mono 16 kHz samples each, stored one after the other.
+  // Writes log-probabilities [batch][frames_for_samples(samples)][kClasses] to `logprobs`.
+  virtual void forward(const float* audio, int batch, int samples, float* logprobs) = 0;
+
+  // Seconds spent per stage since construction, for benchmarks ("sinc+pool", "lstm", ...).
+  virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }
+};
+
+struct CpuEngineOptions {
+  int threads = 0;  // 0: every core OpenMP reports
+};
+
+std::unique_ptr<SegmentationEngine> make_cpu_engine(std::shared_ptr<const SegmentationModel> model,
+                                                    const CpuEngineOptions& options = {});
+
+}  // namespace speakerseg

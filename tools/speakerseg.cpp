@@ -1,0 +1,199 @@
+// speakerseg: the core engine's own front door. Runs segmentation-3.0 over a recording and writes
+// the per-window log-probabilities, or measures the engine's speed.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "audio_file.h"
+#include "npy.h"
+#include "segmentation_engine.h"
+#include "sliding_windows.h"
+
+using namespace speakerseg;
+
+namespace {
+
+const char kUsage[] =
+    "usage:\n"
+    "  speakerseg logits --input FILE.wav --output OUT.npy [--model M] [--step SECONDS]\n"
+    "                    [--batch N] [--threads N]\n"
+    "      log-probabilities [windows, 589, 7] of every 10 s window (pyannote's sliding: offsets\n"
+    "      0, step, 2 step, ..., then one zero-padded window for the rest). Default step 1 s.\n"
+    "  speakerseg bench  [--input FILE.wav] [--model M] [--batch N] [--threads N]\n"
+    "                    [--seconds S] [--windows N] [--profile] [--json]\n"
+    "      windows per second of the engine on the file's windows (default: 32 windows of the\n"
+    "      bundled sample), after one warm-up batch.\n"
+    "  speakerseg info   [--model M]\n"
+    "      what the loader found in the model file.\n"
+    "\n"
+    "  --model defaults to " SPEAKERSEG_DEFAULT_MODEL "\n";
+
+struct Args {
+  std::string command;
+  std::map<std::string, std::string> values;
+  bool flag(const char* name) const { return values.count(name) != 0; }
+  std::string get(const char* name, const std::string& fallback = "") const {
+    auto it = values.find(name);
+    return it == values.end() ? fallback : it->second;
+  }
+  double number(const char* name, double fallback) const {
+    auto it = values.find(name);
+    if (it == values.end()) return fallback;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || *end) throw std::invalid_argument(std::string("--") + name + " takes a number, got '" + it->second + "'");
+    return v;
+  }
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  if (argc < 2) throw std::invalid_argument("no command given");
+  a.command = argv[1];
+  const char* booleans[] = {"profile", "json"};
+  for (int i = 2; i < argc; ++i) {
+    std::string key = argv[i];
+    if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
+    key = key.substr(2);
+    if (std::find_if(std::begin(booleans), std::end(booleans), [&](const char* b) { return key == b; }) != std::end(booleans)) {
+      a.values[key] = "1";
+    } else {
+      if (i + 1 >= argc) throw std::invalid_argument("--" + key + " needs a value");
+      a.values[key] = argv[++i];
+    }
+  }
+  return a;
+}
+
+int positive(const Args& a, const char* name, int fallback) {
+  const double v = a.number(name, fallback);
+  if (v < 1 || v != std::floor(v)) throw std::invalid_argument(std::string("--") + name + " must be a positive integer");
+  return static_cast<int>(v);
+}
+
+int cmd_info(const Args& a) {
+  auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
+  std::printf("model: %s\nparameters: %zu\nsinc filters: %s\nwindow: %d samples -> %d frames of %d classes\n",
+              model->source.c_str(), model->parameter_count(),
+              model->sinc_computed_from_band_edges ? "computed from low_hz_/band_hz_" : "folded constant",
+              kWindowSamples, frames_for_samples(kWindowSamples), kClasses);
+  return 0;
+}
+
+int cmd_logits(const Args& a) {
+  const std::string input = a.get("input"), output = a.get("output");
+  if (input.empty() || output.empty()) throw std::invalid_argument("logits needs --input and --output");
+  const double step_s = a.number("step", 1.0);
+  if (!(step_s > 0)) throw std::invalid_argument("--step must be positive");
+  const int batch = positive(a, "batch", 32);
+  auto engine = make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)),
+                                {a.flag("threads") ? positive(a, "threads", 1) : 0});
+  const std::vector<float> audio = read_mono_16k(input);
+  const int step = static_cast<int>(std::lround(step_s * kSampleRate));
+  const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, step);
+  const int frames = frames_for_samples(kWindowSamples);
+  const size_t per_window = static_cast<size_t>(frames) * kClasses;
+  std::vector<float> out(starts.size() * per_window);
+  std::vector<float> windows(static_cast<size_t>(batch) * kWindowSamples);
+  const bool progress = isatty(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t first = 0; first < starts.size(); first += batch) {
+    const int n = static_cast<int>(std::min<size_t>(batch, starts.size() - first));
+    for (int i = 0; i < n; ++i)
+      extract_window(audio, starts[first + i], kWindowSamples, &windows[static_cast<size_t>(i) * kWindowSamples]);
+    engine->forward(windows.data(), n, kWindowSamples, &out[first * per_window]);
+    if (progress)
+      std::fprintf(stderr, "\rspeakerseg: %zu/%zu windows", first + n, starts.size());
+  }
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_npy(output, {static_cast<int64_t>(starts.size()), frames, kClasses}, out.data());
+  std::fprintf(stderr, "%sspeakerseg: %zu windows of %s (%.1f s of audio) in %.2f s with %s -> %s\n",
+               progress ? "\r" : "", starts.size(), input.c_str(), audio.size() / double(kSampleRate),
+               dt, engine->description().c_str(), output.c_str());
+  return 0;
+}
+
+int cmd_bench(const Args& a) {
+  const int batch = positive(a, "batch", 1);
+  const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
+  const double seconds = a.number("seconds", 3.0);
+  auto engine = make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
+  // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
+  // at 1 s steps through the file, repeated to fill the batch.
+  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, kSampleRate);
+  std::vector<float> windows(static_cast<size_t>(batch) * kWindowSamples);
+  for (int i = 0; i < batch; ++i)
+    extract_window(audio, starts[i % starts.size()], kWindowSamples, &windows[static_cast<size_t>(i) * kWindowSamples]);
+  std::vector<float> out(static_cast<size_t>(batch) * frames_for_samples(kWindowSamples) * kClasses);
+  engine->forward(windows.data(), batch, kWindowSamples, out.data());  // warm-up: allocation, page faults
+  const auto warm = engine->stage_seconds();
+  std::vector<double> times;
+  const int min_runs = positive(a, "runs", 3);
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds || static_cast<int>(times.size()) < min_runs) {
+    const auto t = std::chrono::steady_clock::now();
+    engine->forward(windows.data(), batch, kWindowSamples, out.data());
+    const auto now = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(now - t).count());
+    elapsed = std::chrono::duration<double>(now - start).count();
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const double wps = batch / median;
+  if (a.flag("json")) {
+    std::printf("{\"engine\": \"%s\", \"batch\": %d, \"runs\": %zu, \"median_ms\": %.4f, \"windows_per_s\": %.3f",
+                engine->description().c_str(), batch, times.size(), median * 1e3, wps);
+  } else {
+    std::printf("%s  batch %d  %zu runs  median %.2f ms/batch  %.1f windows/s  (%.2f ms/window)\n",
+                engine->description().c_str(), batch, times.size(), median * 1e3, wps, median * 1e3 / batch);
+  }
+  if (a.flag("profile")) {
+    const auto total = engine->stage_seconds();
+    double sum = 0;
+    for (size_t s = 0; s < total.size(); ++s) sum += total[s].second - warm[s].second;
+    if (a.flag("json")) std::printf(", \"stages_ms_per_window\": {");
+    for (size_t s = 0; s < total.size(); ++s) {
+      const double per_window = (total[s].second - warm[s].second) / times.size() / batch * 1e3;
+      if (a.flag("json"))
+        std::printf("%s\"%s\": %.4f", s ? ", " : "", total[s].first.c_str(), per_window);
+      else
+        std::printf("  %-11s %7.3f ms/window  %5.1f%%\n", total[s].first.c_str(), per_window,
+                    100 * (total[s].second - warm[s].second) / sum);
+    }
+    if (a.flag("json")) std::printf("}");
+  }
+  if (a.flag("json")) std::printf("}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    if (a.command == "logits") return cmd_logits(a);
+    if (a.command == "bench") return cmd_bench(a);
+    if (a.command == "info") return cmd_info(a);
+    if (a.command == "--help" || a.command == "-h" || a.command == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    throw std::invalid_argument("unknown command '" + a.command + "'");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "speakerseg: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speakerseg: error: %s\n", e.what());
+    return 1;
+  }
+}
