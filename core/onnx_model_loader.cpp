@@ -156,20 +156,23 @@ std::vector<float> load_sinc_filters(const GraphIndex& g, const std::string& wei
     *computed = false;
     return g.tensor(weight_name, {kSincFilters, 1, kSincKernel}, "SincNet filter weight").data;
   }
-  // Computed in the graph: the band edges are the two [40, 1] constants upstream of it.
+  // Computed in the graph: the band edges are the [40, 1] constants taken through Abs
+  // (low = 50 + |low_hz_|, high = low + 50 + |band_hz_|); other [40, 1] constants, such as the
+  // zero centre taps of the sine filters, are not.
   std::vector<std::string> edges;
-  std::set<std::string> seen;
   for (const auto* n : g.nodes())
-    for (const auto& in : n->input())
-      if (g.dims_of(in) == Dims{kSincFilters / 2, 1} && seen.insert(in).second) edges.push_back(in);
+    if (n->op_type() == "Abs" && n->input_size() == 1 &&
+        g.dims_of(n->input(0)) == Dims{kSincFilters / 2, 1} &&
+        std::find(edges.begin(), edges.end(), n->input(0)) == edges.end())
+      edges.push_back(n->input(0));
   if (edges.size() != 2)
     g.fail("the SincNet filters are computed in the graph but " + std::to_string(edges.size()) +
            " band-edge tensors of shape [40, 1] were found instead of 2 (low_hz_, band_hz_)");
   auto named = [&](const std::string& n, const char* key) { return n.find(key) != std::string::npos; };
   std::string low = edges[0], band = edges[1];
-  if (named(edges[1], "low") || named(edges[0], "band")) {
+  if (named(edges[1], "low_hz") || named(edges[0], "band_hz")) {
     std::swap(low, band);
-  } else if (!named(edges[0], "low")) {
+  } else if (!named(edges[0], "low_hz")) {
     // Unnamed: low_hz_ feeds both band edges (high = low + 50 + |band_hz_|), so more of the graph
     // depends on it than on band_hz_.
     if (g.reachable_from(edges[1]).size() > g.reachable_from(edges[0]).size()) std::swap(low, band);
@@ -227,7 +230,10 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
     if (op == "InstanceNormalization") norms.push_back(n);
     if (op == "Conv" && n->input_size() >= 2 && conv_weights.insert(n->input(1)).second)
       convs.push_back(n);  // the same convolution can sit in both branches of an If
-    if (op == "LSTM") lstms.push_back(n);
+    if (op == "LSTM") {
+      lstms.push_back(n);
+      matmuls.clear();  // the head's linear layers are the products after the last LSTM
+    }
     if ((op == "MatMul" || op == "Gemm") && n->input_size() >= 2 && g.is_initializer(n->input(1)))
       matmuls.push_back(n);
   }
