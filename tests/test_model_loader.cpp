@@ -79,7 +79,7 @@ TEST(ModelLoader, EmptyFile) { expect_model_error(temp_file("empty.onnx", ""), "
 TEST(ModelLoader, NotAnOnnxFile) {
   expect_model_error(temp_file("text.onnx", "This is a README, not a neural network.\n"),
                      "not a readable ONNX model");
-  std::string wav("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x80\x3e\x00\x00", 32);
+  std::string wav("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x80\x3e\x00\x00", 28);
   wav.append(4000, '\x11');
   expect_model_error(temp_file("audio.onnx", wav), "not a readable ONNX model");
 }

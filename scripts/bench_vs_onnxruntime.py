@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Side-by-side speed of our CPU engine and ONNX Runtime on the same windows, in one run.
+
+Both take 10 s windows at 1 s steps through the same recording (repeated to fill a batch), the same
+thread count, one warm-up batch, then the median of timed batches over --seconds each. ONNX Runtime
+runs with intra_op_num_threads = threads, inter_op 1, sequential execution, all graph optimisations.
+Ours runs `speakerseg bench` in a separate process (so neither one's thread pool disturbs the
+other). Prints a Markdown table with the ratio ours / ONNX Runtime, and our time per stage.
+
+  .venv/bin/python3 scripts/bench_vs_onnxruntime.py [--threads 1 2] [--batch 1 32] [--seconds 5]
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+from make_reference import read_wav, pad, RATE, WINDOW  # noqa: E402
+
+
+def windows(path, batch):
+    x = read_wav(path)
+    starts = list(range(0, max(1, len(x) - WINDOW + 1), RATE))
+    return np.stack([pad(x[starts[i % len(starts)] :]) for i in range(batch)]).astype(np.float32)
+
+
+def bench_ort(model, x, threads, seconds):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    s = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    feed = {"input": x[:, None, :]}
+    s.run(None, feed)
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 3:
+        t = time.perf_counter()
+        s.run(None, feed)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), len(times)
+
+
+def cpu_name():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=str(ROOT / "models" / "segmentation-3.0.onnx"))
+    ap.add_argument("--input", default=str(ROOT.parent / "shared" / "data" / "pyannote-debug" / "sample.wav"))
+    ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--seconds", type=float, default=5.0)
+    a = ap.parse_args()
+
+    print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
+    print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
+    print("| threads | batch | ONNX Runtime windows/s | ours windows/s | ours / ORT |")
+    print("|---:|---:|---:|---:|---:|")
+    stages = {}
+    for threads in a.threads:
+        for batch in a.batch:
+            x = windows(a.input, batch)
+            ort_s, _ = bench_ort(a.model, x, threads, a.seconds)
+            out = subprocess.run(
+                [a.speakerseg, "bench", "--model", a.model, "--input", a.input, "--threads", str(threads),
+                 "--batch", str(batch), "--seconds", str(a.seconds), "--profile", "--json"],
+                check=True, capture_output=True, text=True).stdout
+            ours = json.loads(out)
+            ort_wps, our_wps = batch / ort_s, ours["windows_per_s"]
+            stages[(threads, batch)] = ours["stages_ms_per_window"]
+            print(f"| {threads} | {batch} | {ort_wps:.1f} | {our_wps:.1f} | {our_wps / ort_wps:.2f} |", flush=True)
+
+    names = list(next(iter(stages.values())).keys())
+    print("\nOur time per stage, ms per window:\n")
+    print("| threads | batch | " + " | ".join(names) + " |")
+    print("|---:|---:|" + "---:|" * len(names))
+    for (threads, batch), st in stages.items():
+        print(f"| {threads} | {batch} | " + " | ".join(f"{st[n]:.2f}" for n in names) + " |")
+
+
+if __name__ == "__main__":
+    main()

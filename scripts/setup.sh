@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# From a fresh Debian 12 machine to a built project: Debian packages, the tooling virtualenv
+# (.venv: ONNX Runtime and friends for references, benchmarks and evaluation; never used at run
+# time), the model (models/segmentation-3.0.onnx) and the build (build/). Rerunning it is quick and
+# changes nothing that is already in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential meson ninja-build pkg-config git ca-certificates
+  libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libgtest-dev libgmock-dev
+  python3 python3-venv python3-pip espeak-ng
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's interpreter, not whatever python3 comes first on PATH: python3-venv is installed for it.
+PYTHON_SYSTEM=${PYTHON_SYSTEM:-/usr/bin/python3}
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements-tools.txt | cut -d' ' -f1)
+if ! [ -x .venv/bin/python3 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating .venv (tooling: $(grep -v '^#' requirements-tools.txt | tr '\n' ' '))"
+  "$PYTHON_SYSTEM" -m venv .venv
+  .venv/bin/python3 -m pip install --quiet --disable-pip-version-check -r requirements-tools.txt
+  echo "$want" >"$stamp"
+fi
+
+PYTHON=.venv/bin/python3 scripts/fetch_model.sh
+
+if ! [ -f build/build.ninja ]; then
+  meson setup build --buildtype=release
+fi
+meson compile -C build
+echo "setup: done. Try: build/tools/speakerseg logits --input ../shared/data/pyannote-debug/sample.wav --output /tmp/logits.npy"
