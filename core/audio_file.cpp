@@ -10,9 +10,9 @@ namespace speakerseg {
 
 std::vector<float> read_mono_16k(const std::string& path) {
   SF_INFO info{};
-  std::unique_ptr<SNDFILE, int (*)(SNDFILE*)> file(sf_open(path.c_str(), SFM_READ, &info), sf_close);
-  if (!file)
-    throw AudioFileError("cannot read audio file '" + path + "': " + sf_strerror(nullptr));
+  std::unique_ptr<SNDFILE, int (*)(SNDFILE*)> file(sf_open(path.c_str(), SFM_READ, &info),
+                                                   sf_close);
+  if (!file) throw AudioFileError("cannot read audio file '" + path + "': " + sf_strerror(nullptr));
   const std::string convert =
       ". Convert it first, e.g. `sox IN -r 16000 -c 1 OUT.wav` or with gst-launch-1.0 "
       "(audioconvert ! audioresample ! audio/x-raw,rate=16000,channels=1)";

@@ -1,8 +1,8 @@
 // The CPU engine: matrix products through oneDNN's sgemm, everything else in cpu_kernels.cpp,
 // parallelised by hand at a coarse grain (windows, row blocks, LSTM directions) so that each
 // sgemm call runs on one thread. On two cores this beats letting the library split small products.
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <array>
@@ -42,13 +42,14 @@ constexpr int kConvRows = 510;
 constexpr int kHeadRows = 512;
 
 enum Stage { kWaveNorm, kSinc, kNorm0, kConv1, kNorm1, kConv2, kNorm2, kLstm, kHead, kStages };
-const char* const kStageNames[kStages] = {"wave-norm", "sinc+pool", "norm0", "conv1+pool",
-                                          "norm1",     "conv2+pool", "norm2", "lstm", "head"};
+const char* const kStageNames[kStages] = {"wave-norm",  "sinc+pool", "norm0", "conv1+pool", "norm1",
+                                          "conv2+pool", "norm2",     "lstm",  "head"};
 
 class CpuEngine final : public SegmentationEngine {
  public:
   CpuEngine(std::shared_ptr<const SegmentationModel> model, const CpuEngineOptions& options)
-      : model_(std::move(model)), threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+      : model_(std::move(model)),
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
     // The SincNet filters are symmetric (cosine half) and antisymmetric (sine half) about their
     // centre tap, so each output is a product with pre-added / pre-subtracted sample pairs: half
     // the multiply-adds of the plain convolution.
@@ -64,7 +65,8 @@ class CpuEngine final : public SegmentationEngine {
   }
 
   std::string description() const override {
-    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" + (threads_ > 1 ? "s" : "") + ")";
+    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" +
+           (threads_ > 1 ? "s" : "") + ")";
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -117,9 +119,9 @@ class CpuEngine final : public SegmentationEngine {
     cell_.assign(2 * B * kLstmHidden, 0.f);
     recurrent_.assign(2 * B * kLstmGates, 0.f);
     head_.assign(B * T * kHeadHidden * 2, 0.f);
-    const size_t scratch = std::max<size_t>(
-        static_cast<size_t>(kSincRows) * (2 * kSide + 1 + kSincFilters),
-        static_cast<size_t>(kConvRows) * kConvChannels);
+    const size_t scratch =
+        std::max<size_t>(static_cast<size_t>(kSincRows) * (2 * kSide + 1 + kSincFilters),
+                         static_cast<size_t>(kConvRows) * kConvChannels);
     thread_scratch_.assign(static_cast<size_t>(threads_) * scratch, 0.f);
     scratch_stride_ = scratch;
   }
@@ -143,7 +145,8 @@ class CpuEngine final : public SegmentationEngine {
         for (int i = 0; i < samples; ++i) sum += x[i];
         const double mean = sum / samples;
         for (int i = 0; i < samples; ++i) sq += (x[i] - mean) * (x[i] - mean);
-        const float mul = static_cast<float>(m.wav_norm_scale / std::sqrt(sq / samples + m.norm_eps));
+        const float mul =
+            static_cast<float>(m.wav_norm_scale / std::sqrt(sq / samples + m.norm_eps));
         const float add = static_cast<float>(m.wav_norm_bias - mean * mul);
         for (int i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
       });
@@ -157,8 +160,8 @@ class CpuEngine final : public SegmentationEngine {
     });
     timed(kNorm1, [&] { norm(pool1_.data(), B, len.pool1, kConvChannels, 1); });
     timed(kConv2, [&] {
-      conv_and_pool(pool1_.data(), len.pool1, kConvChannels, m.conv_weight[1].data(), B,
-                    T * kPool, features_.data());
+      conv_and_pool(pool1_.data(), len.pool1, kConvChannels, m.conv_weight[1].data(), B, T * kPool,
+                    features_.data());
     });
     timed(kNorm2, [&] { norm(features_.data(), B, T, kConvChannels, 2); });
     timed(kLstm, [&] { lstm(B, T); });
@@ -174,9 +177,9 @@ class CpuEngine final : public SegmentationEngine {
       const int b = task / chunks;
       const int r0 = (task % chunks) * kSincRows;
       const int n = std::min(kSincRows, rows - r0);
-      float* sums = &thread_scratch_[thread * scratch_stride_];  // [n][126]
+      float* sums = &thread_scratch_[thread * scratch_stride_];            // [n][126]
       float* diffs = sums + static_cast<size_t>(kSincRows) * (kSide + 1);  // [n][125]
-      float* conv = diffs + static_cast<size_t>(kSincRows) * kSide;       // [n][80]
+      float* conv = diffs + static_cast<size_t>(kSincRows) * kSide;        // [n][80]
       const float* x = &wave_[static_cast<size_t>(b) * samples];
       for (int r = 0; r < n; ++r) {
         const float* p = x + static_cast<size_t>(r0 + r) * kSincStride;
@@ -266,9 +269,8 @@ class CpuEngine final : public SegmentationEngine {
           for (int b = 0; b < nb; ++b) {
             const size_t row = static_cast<size_t>(b0 + b) * T + t;
             cpu::lstm_cell(&gates_[row * 2 * kLstmGates + d * kLstmGates],
-                           s > 0 ? rec + b * kLstmGates : nullptr, bias,
-                           cell + b * kLstmHidden, out + row * kLstmOutput + d * kLstmHidden,
-                           kLstmHidden);
+                           s > 0 ? rec + b * kLstmGates : nullptr, bias, cell + b * kLstmHidden,
+                           out + row * kLstmOutput + d * kLstmHidden, kLstmHidden);
           }
         }
       });
@@ -292,8 +294,8 @@ class CpuEngine final : public SegmentationEngine {
            kHeadHidden, 0.f, h1, kHeadHidden);
       cpu::bias_leaky_relu(h1, n, kHeadHidden, m.head_bias[1].data(), m.leaky_slope);
       float* out = logprobs + static_cast<size_t>(r0) * kClasses;
-      gemm(false, n, kClasses, kHeadHidden, h1, kHeadHidden, m.head_weight[2].data(), kClasses,
-           0.f, out, kClasses);
+      gemm(false, n, kClasses, kHeadHidden, h1, kHeadHidden, m.head_weight[2].data(), kClasses, 0.f,
+           out, kClasses);
       cpu::bias_log_softmax(out, n, kClasses, m.head_bias[2].data());
     });
   }

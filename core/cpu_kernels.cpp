@@ -36,8 +36,12 @@ inline float exp_approx(float x) {
   return p * scale;
 }
 
-inline float sigmoid(float x) { return 1.f / (1.f + exp_approx(-x)); }
-inline float tanh_approx(float x) { return 1.f - 2.f / (1.f + exp_approx(2.f * x)); }
+inline float sigmoid(float x) {
+  return 1.f / (1.f + exp_approx(-x));
+}
+inline float tanh_approx(float x) {
+  return 1.f - 2.f / (1.f + exp_approx(2.f * x));
+}
 
 }  // namespace
 

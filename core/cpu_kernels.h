@@ -6,9 +6,10 @@
 namespace speakerseg::cpu {
 
 // One LSTM step for one sequence and one direction. `pre` holds the input projection (ONNX gate
-// order i, o, f, c), `rec` the recurrent product (may be null at t = 0), `bias` Wb + Rb. Updates the
-// cell state `c` in place and writes the new hidden state to `h`.
-void lstm_cell(const float* pre, const float* rec, const float* bias, float* c, float* h, int hidden);
+// order i, o, f, c), `rec` the recurrent product (may be null at t = 0), `bias` Wb + Rb. Updates
+// the cell state `c` in place and writes the new hidden state to `h`.
+void lstm_cell(const float* pre, const float* rec, const float* bias, float* c, float* h,
+               int hidden);
 
 // Reads `rows` x `channels` (channels-last), writes rows/3 x channels of max over each group of 3
 // rows (of |x| when `absolute`). Output rows are `out_stride` floats apart.

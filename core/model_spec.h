@@ -24,8 +24,8 @@ constexpr int kLstmGates = 4 * kLstmHidden;
 constexpr int kLstmOutput = 2 * kLstmHidden;  // bidirectional, forward half first
 constexpr int kHeadHidden = 128;
 
-constexpr double kFrameStepSeconds = 270.0 / kSampleRate;         // 0.016875 s
-constexpr double kReceptiveFieldSeconds = 991.0 / kSampleRate;    // 0.0619375 s
+constexpr double kFrameStepSeconds = 270.0 / kSampleRate;       // 0.016875 s
+constexpr double kReceptiveFieldSeconds = 991.0 / kSampleRate;  // 0.0619375 s
 constexpr double kFrameCentreOffsetSeconds = kReceptiveFieldSeconds / 2.0;
 
 // Sequence lengths after each stage, for a window of `samples` samples. Zero or less means the
@@ -50,7 +50,9 @@ constexpr StageLengths stage_lengths(int64_t samples) {
   return s;
 }
 
-constexpr int frames_for_samples(int64_t samples) { return stage_lengths(samples).frames; }
+constexpr int frames_for_samples(int64_t samples) {
+  return stage_lengths(samples).frames;
+}
 
 static_assert(frames_for_samples(kWindowSamples) == 589, "10 s gives 589 frames");
 static_assert(frames_for_samples(kWindowSamples / 2) == 293, "5 s gives 293 frames");

@@ -53,7 +53,8 @@ NpyArray read_npy(const std::string& path) {
       count *= static_cast<size_t>(a.shape.back());
     }
   a.data.resize(count);
-  f.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  f.read(reinterpret_cast<char*>(a.data.data()),
+         static_cast<std::streamsize>(count * sizeof(float)));
   if (!f) throw std::runtime_error("'" + path + "' is truncated");
   return a;
 }

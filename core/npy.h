@@ -1,5 +1,5 @@
-// Minimal .npy (NumPy format 1.0) for little-endian float32 C-order arrays: what the tools write and
-// what the reference tests read.
+// Minimal .npy (NumPy format 1.0) for little-endian float32 C-order arrays: what the tools write
+// and what the reference tests read.
 #pragma once
 
 #include <cstdint>

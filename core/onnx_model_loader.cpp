@@ -68,8 +68,8 @@ class GraphIndex {
       fail(std::string(role) + " has shape " + dims_str(out.dims) + ", expected " +
            dims_str(expected));
     if (t->data_type() != onnx::TensorProto::FLOAT)
-      fail(std::string(role) + " is not float32 (ONNX data type " +
-           std::to_string(t->data_type()) + ")");
+      fail(std::string(role) + " is not float32 (ONNX data type " + std::to_string(t->data_type()) +
+           ")");
     if (t->data_location() == onnx::TensorProto::EXTERNAL)
       fail(std::string(role) + " is stored as external data, which is not supported");
     size_t count = 1;
@@ -168,7 +168,9 @@ std::vector<float> load_sinc_filters(const GraphIndex& g, const std::string& wei
   if (edges.size() != 2)
     g.fail("the SincNet filters are computed in the graph but " + std::to_string(edges.size()) +
            " band-edge tensors of shape [40, 1] were found instead of 2 (low_hz_, band_hz_)");
-  auto named = [&](const std::string& n, const char* key) { return n.find(key) != std::string::npos; };
+  auto named = [&](const std::string& n, const char* key) {
+    return n.find(key) != std::string::npos;
+  };
   std::string low = edges[0], band = edges[1];
   if (named(edges[1], "low_hz") || named(edges[0], "band_hz")) {
     std::swap(low, band);
@@ -239,7 +241,8 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
   }
   if (norms.size() != 4)
     g.fail("found " + std::to_string(norms.size()) + " InstanceNormalization nodes, expected 4");
-  if (convs.size() != 3) g.fail("found " + std::to_string(convs.size()) + " Conv layers, expected 3");
+  if (convs.size() != 3)
+    g.fail("found " + std::to_string(convs.size()) + " Conv layers, expected 3");
   if (lstms.size() != kLstmLayers)
     g.fail("found " + std::to_string(lstms.size()) + " LSTM layers, expected 4");
   if (matmuls.size() != 3)
@@ -249,7 +252,8 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
   const int norm_channels[4] = {1, kSincFilters, kConvChannels, kConvChannels};
   for (int i = 0; i < 4; ++i) {
     const auto& n = *norms[i];
-    const std::string role = i == 0 ? "waveform instance norm" : "stage " + std::to_string(i - 1) + " instance norm";
+    const std::string role =
+        i == 0 ? "waveform instance norm" : "stage " + std::to_string(i - 1) + " instance norm";
     if (n.input_size() != 3) g.fail(role + " has no affine parameters");
     auto scale = g.tensor(n.input(1), {norm_channels[i]}, (role + " scale").c_str()).data;
     auto bias = g.tensor(n.input(2), {norm_channels[i]}, (role + " bias").c_str()).data;
@@ -272,7 +276,8 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
     const auto& n = *convs[c + 1];
     const int in = c == 0 ? kSincFilters : kConvChannels;
     const std::string role = "convolution " + std::to_string(c + 1);
-    auto w = g.tensor(n.input(1), {kConvChannels, in, kConvKernel}, (role + " weight").c_str()).data;
+    auto w =
+        g.tensor(n.input(1), {kConvChannels, in, kConvKernel}, (role + " weight").c_str()).data;
     m->conv_weight[c] = tap_major(w, kConvChannels, in, kConvKernel);
     if (n.input_size() >= 3 && !n.input(2).empty())
       m->conv_bias[c] = g.tensor(n.input(2), {kConvChannels}, (role + " bias").c_str()).data;
@@ -312,12 +317,15 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
     auto& L = m->lstm[l];
     L.input_size = in;
     L.w = g.tensor(n.input(1), {2, kLstmGates, in}, (role + " input weights W").c_str()).data;
-    L.r = g.tensor(n.input(2), {2, kLstmGates, kLstmHidden}, (role + " recurrent weights R").c_str()).data;
+    L.r =
+        g.tensor(n.input(2), {2, kLstmGates, kLstmHidden}, (role + " recurrent weights R").c_str())
+            .data;
     auto b = g.tensor(n.input(3), {2, 2 * kLstmGates}, (role + " bias B").c_str()).data;
     L.bias.resize(2 * kLstmGates);
     for (int d = 0; d < 2; ++d)
       for (int j = 0; j < kLstmGates; ++j)
-        L.bias[d * kLstmGates + j] = b[d * 2 * kLstmGates + j] + b[d * 2 * kLstmGates + kLstmGates + j];
+        L.bias[d * kLstmGates + j] =
+            b[d * 2 * kLstmGates + j] + b[d * 2 * kLstmGates + kLstmGates + j];
   }
 
   // Linear head: MatMul + Add, or Gemm.
@@ -355,7 +363,8 @@ std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std:
   const auto& output = proto.graph().output(0).name();
   bool log_softmax = false;
   for (const auto* n : g.nodes())
-    if (n->op_type() == "LogSoftmax" && n->output_size() > 0 && n->output(0) == output) log_softmax = true;
+    if (n->op_type() == "LogSoftmax" && n->output_size() > 0 && n->output(0) == output)
+      log_softmax = true;
   if (!log_softmax) g.fail("the output '" + output + "' is not produced by LogSoftmax");
   return m;
 }

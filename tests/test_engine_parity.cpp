@@ -61,9 +61,10 @@ TEST_P(EngineParity, MatchesOnnxRuntime) {
     else
       ++ties_flipped;
   }
-  std::printf("[ parity   ] %-13s threads %d: %d windows, max |diff| %.3g, argmax flips %d (+%d at "
-              "near-ties)\n",
-              c.name, threads, batch, max_diff, flips, ties_flipped);
+  std::printf(
+      "[ parity   ] %-13s threads %d: %d windows, max |diff| %.3g, argmax flips %d (+%d at "
+      "near-ties)\n",
+      c.name, threads, batch, max_diff, flips, ties_flipped);
   EXPECT_LE(max_diff, kTolerance);
   EXPECT_EQ(flips, 0);
 }

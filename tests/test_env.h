@@ -14,7 +14,11 @@ inline std::string env_path(const char* name) {
   return v ? v : "";
 }
 
-inline std::string model_path() { return env_path("SPEAKERSEG_MODEL"); }
-inline std::string reference_dir() { return env_path("SPEAKERSEG_REFERENCE_DIR"); }
+inline std::string model_path() {
+  return env_path("SPEAKERSEG_MODEL");
+}
+inline std::string reference_dir() {
+  return env_path("SPEAKERSEG_REFERENCE_DIR");
+}
 
 }  // namespace speakerseg::test

@@ -34,7 +34,8 @@ void expect_model_error(const std::string& path, const std::string& what) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find(path), std::string::npos) << "message does not name the file: " << msg;
     EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;
-    EXPECT_NE(msg.find("scripts/setup.sh"), std::string::npos) << "message does not say how to fix it: " << msg;
+    EXPECT_NE(msg.find("scripts/setup.sh"), std::string::npos)
+        << "message does not say how to fix it: " << msg;
   }
 }
 
@@ -49,7 +50,8 @@ TEST(ModelLoader, LoadsTheRealModel) {
   EXPECT_EQ(m->parameter_count(), 1473265u);  // segmentation-3.0: about 1.47 M
   EXPECT_FALSE(m->sinc_computed_from_band_edges);
   EXPECT_EQ(m->sinc_filters.size(), size_t(kSincFilters) * kSincKernel);
-  // The cosine filters are symmetric and the sine filters antisymmetric: the CPU engine relies on it.
+  // The cosine filters are symmetric and the sine filters antisymmetric: the CPU engine relies on
+  // it.
   for (int f = 0; f < kSincFilters; ++f)
     for (int k = 0; k < kSincKernel / 2; ++k) {
       const float a = m->sinc_filters[f * kSincKernel + k];
@@ -71,15 +73,19 @@ TEST(ModelLoader, ComputesSincFiltersFromBandEdges) {
 }
 
 TEST(ModelLoader, MissingFile) {
-  expect_model_error(::testing::TempDir() + "no_such_dir/segmentation-3.0.onnx", "cannot be opened");
+  expect_model_error(::testing::TempDir() + "no_such_dir/segmentation-3.0.onnx",
+                     "cannot be opened");
 }
 
-TEST(ModelLoader, EmptyFile) { expect_model_error(temp_file("empty.onnx", ""), "not a readable ONNX model"); }
+TEST(ModelLoader, EmptyFile) {
+  expect_model_error(temp_file("empty.onnx", ""), "not a readable ONNX model");
+}
 
 TEST(ModelLoader, NotAnOnnxFile) {
   expect_model_error(temp_file("text.onnx", "This is a README, not a neural network.\n"),
                      "not a readable ONNX model");
-  std::string wav("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x80\x3e\x00\x00", 28);
+  std::string wav("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x80\x3e\x00\x00",
+                  28);
   wav.append(4000, '\x11');
   expect_model_error(temp_file("audio.onnx", wav), "not a readable ONNX model");
 }
@@ -88,7 +94,8 @@ TEST(ModelLoader, TruncatedFile) {
   const std::string bytes = read_bytes(test::model_path());
   ASSERT_GT(bytes.size(), 1000000u);
   for (size_t keep : {bytes.size() / 2, bytes.size() - 7})
-    expect_model_error(temp_file("truncated.onnx", bytes.substr(0, keep)), "not a readable ONNX model");
+    expect_model_error(temp_file("truncated.onnx", bytes.substr(0, keep)),
+                       "not a readable ONNX model");
 }
 
 TEST(ModelLoader, ModelOfAnotherArchitecture) {

@@ -48,7 +48,9 @@ struct Args {
     if (it == values.end()) return fallback;
     char* end = nullptr;
     const double v = std::strtod(it->second.c_str(), &end);
-    if (end == it->second.c_str() || *end) throw std::invalid_argument(std::string("--") + name + " takes a number, got '" + it->second + "'");
+    if (end == it->second.c_str() || *end)
+      throw std::invalid_argument(std::string("--") + name + " takes a number, got '" + it->second +
+                                  "'");
     return v;
   }
 };
@@ -62,7 +64,8 @@ Args parse(int argc, char** argv) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
     key = key.substr(2);
-    if (std::find_if(std::begin(booleans), std::end(booleans), [&](const char* b) { return key == b; }) != std::end(booleans)) {
+    if (std::find_if(std::begin(booleans), std::end(booleans),
+                     [&](const char* b) { return key == b; }) != std::end(booleans)) {
       a.values[key] = "1";
     } else {
       if (i + 1 >= argc) throw std::invalid_argument("--" + key + " needs a value");
@@ -74,27 +77,32 @@ Args parse(int argc, char** argv) {
 
 int positive(const Args& a, const char* name, int fallback) {
   const double v = a.number(name, fallback);
-  if (v < 1 || v != std::floor(v)) throw std::invalid_argument(std::string("--") + name + " must be a positive integer");
+  if (v < 1 || v != std::floor(v))
+    throw std::invalid_argument(std::string("--") + name + " must be a positive integer");
   return static_cast<int>(v);
 }
 
 int cmd_info(const Args& a) {
   auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
-  std::printf("model: %s\nparameters: %zu\nsinc filters: %s\nwindow: %d samples -> %d frames of %d classes\n",
-              model->source.c_str(), model->parameter_count(),
-              model->sinc_computed_from_band_edges ? "computed from low_hz_/band_hz_" : "folded constant",
-              kWindowSamples, frames_for_samples(kWindowSamples), kClasses);
+  std::printf(
+      "model: %s\nparameters: %zu\nsinc filters: %s\nwindow: %d samples -> %d frames of %d "
+      "classes\n",
+      model->source.c_str(), model->parameter_count(),
+      model->sinc_computed_from_band_edges ? "computed from low_hz_/band_hz_" : "folded constant",
+      kWindowSamples, frames_for_samples(kWindowSamples), kClasses);
   return 0;
 }
 
 int cmd_logits(const Args& a) {
   const std::string input = a.get("input"), output = a.get("output");
-  if (input.empty() || output.empty()) throw std::invalid_argument("logits needs --input and --output");
+  if (input.empty() || output.empty())
+    throw std::invalid_argument("logits needs --input and --output");
   const double step_s = a.number("step", 1.0);
   if (!(step_s > 0)) throw std::invalid_argument("--step must be positive");
   const int batch = positive(a, "batch", 32);
-  auto engine = make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)),
-                                {a.flag("threads") ? positive(a, "threads", 1) : 0});
+  auto engine =
+      make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)),
+                      {a.flag("threads") ? positive(a, "threads", 1) : 0});
   const std::vector<float> audio = read_mono_16k(input);
   const int step = static_cast<int>(std::lround(step_s * kSampleRate));
   const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, step);
@@ -107,16 +115,17 @@ int cmd_logits(const Args& a) {
   for (size_t first = 0; first < starts.size(); first += batch) {
     const int n = static_cast<int>(std::min<size_t>(batch, starts.size() - first));
     for (int i = 0; i < n; ++i)
-      extract_window(audio, starts[first + i], kWindowSamples, &windows[static_cast<size_t>(i) * kWindowSamples]);
+      extract_window(audio, starts[first + i], kWindowSamples,
+                     &windows[static_cast<size_t>(i) * kWindowSamples]);
     engine->forward(windows.data(), n, kWindowSamples, &out[first * per_window]);
-    if (progress)
-      std::fprintf(stderr, "\rspeakerseg: %zu/%zu windows", first + n, starts.size());
+    if (progress) std::fprintf(stderr, "\rspeakerseg: %zu/%zu windows", first + n, starts.size());
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_npy(output, {static_cast<int64_t>(starts.size()), frames, kClasses}, out.data());
-  std::fprintf(stderr, "%sspeakerseg: %zu windows of %s (%.1f s of audio) in %.2f s with %s -> %s\n",
-               progress ? "\r" : "", starts.size(), input.c_str(), audio.size() / double(kSampleRate),
-               dt, engine->description().c_str(), output.c_str());
+  std::fprintf(
+      stderr, "%sspeakerseg: %zu windows of %s (%.1f s of audio) in %.2f s with %s -> %s\n",
+      progress ? "\r" : "", starts.size(), input.c_str(), audio.size() / double(kSampleRate), dt,
+      engine->description().c_str(), output.c_str());
   return 0;
 }
 
@@ -124,16 +133,21 @@ int cmd_bench(const Args& a) {
   const int batch = positive(a, "batch", 1);
   const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
   const double seconds = a.number("seconds", 3.0);
-  auto engine = make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
+  auto engine = make_cpu_engine(
+      SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
   // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
   // at 1 s steps through the file, repeated to fill the batch.
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
-  const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, kSampleRate);
+  const auto starts =
+      window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, kSampleRate);
   std::vector<float> windows(static_cast<size_t>(batch) * kWindowSamples);
   for (int i = 0; i < batch; ++i)
-    extract_window(audio, starts[i % starts.size()], kWindowSamples, &windows[static_cast<size_t>(i) * kWindowSamples]);
-  std::vector<float> out(static_cast<size_t>(batch) * frames_for_samples(kWindowSamples) * kClasses);
-  engine->forward(windows.data(), batch, kWindowSamples, out.data());  // warm-up: allocation, page faults
+    extract_window(audio, starts[i % starts.size()], kWindowSamples,
+                   &windows[static_cast<size_t>(i) * kWindowSamples]);
+  std::vector<float> out(static_cast<size_t>(batch) * frames_for_samples(kWindowSamples) *
+                         kClasses);
+  engine->forward(windows.data(), batch, kWindowSamples,
+                  out.data());  // warm-up: allocation, page faults
   const auto warm = engine->stage_seconds();
   std::vector<double> times;
   const int min_runs = positive(a, "runs", 3);
@@ -151,11 +165,14 @@ int cmd_bench(const Args& a) {
   const double median = sorted[sorted.size() / 2];
   const double wps = batch / median;
   if (a.flag("json")) {
-    std::printf("{\"engine\": \"%s\", \"batch\": %d, \"runs\": %zu, \"median_ms\": %.4f, \"windows_per_s\": %.3f",
-                engine->description().c_str(), batch, times.size(), median * 1e3, wps);
+    std::printf(
+        "{\"engine\": \"%s\", \"batch\": %d, \"runs\": %zu, \"median_ms\": %.4f, "
+        "\"windows_per_s\": %.3f",
+        engine->description().c_str(), batch, times.size(), median * 1e3, wps);
   } else {
     std::printf("%s  batch %d  %zu runs  median %.2f ms/batch  %.1f windows/s  (%.2f ms/window)\n",
-                engine->description().c_str(), batch, times.size(), median * 1e3, wps, median * 1e3 / batch);
+                engine->description().c_str(), batch, times.size(), median * 1e3, wps,
+                median * 1e3 / batch);
   }
   if (a.flag("profile")) {
     const auto total = engine->stage_seconds();
