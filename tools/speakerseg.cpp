@@ -15,6 +15,7 @@
 #include "npy.h"
 #include "segmentation_engine.h"
 #include "sliding_windows.h"
+#include "speaker_change_detector.h"
 
 using namespace speakerseg;
 
@@ -30,6 +31,12 @@ const char kUsage[] =
     "                    [--seconds S] [--windows N] [--profile] [--json]\n"
     "      windows per second of the engine on the file's windows (default: 32 windows of the\n"
     "      bundled sample), after one warm-up batch.\n"
+    "  speakerseg changes --input FILE.wav [--model M] [--step S] [--latency S | --offline]\n"
+    "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
+    "                    [--rttm OUT.rttm] [--uri NAME]\n"
+    "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
+    "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
+    "      --offline: final at the end, with all the right context there is).\n"
     "  speakerseg info   [--model M]\n"
     "      what the loader found in the model file.\n"
     "\n"
@@ -59,7 +66,7 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) throw std::invalid_argument("no command given");
   a.command = argv[1];
-  const char* booleans[] = {"profile", "json"};
+  const char* booleans[] = {"profile", "json", "offline"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
@@ -126,6 +133,70 @@ int cmd_logits(const Args& a) {
       stderr, "%sspeakerseg: %zu windows of %s (%.1f s of audio) in %.2f s with %s -> %s\n",
       progress ? "\r" : "", starts.size(), input.c_str(), audio.size() / double(kSampleRate), dt,
       engine->description().c_str(), output.c_str());
+  return 0;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int cmd_changes(const Args& a) {
+  const std::string input = a.get("input");
+  if (input.empty()) throw std::invalid_argument("changes needs --input");
+  StreamSettings settings;
+  settings.step = a.number("step", settings.step);
+  settings.latency = a.flag("offline") ? 1e9 : a.number("latency", settings.latency);
+  settings.min_speech = a.number("min-speech", settings.min_speech);
+  settings.min_silence = a.number("min-silence", settings.min_silence);
+  settings.onset = a.number("onset", settings.onset);
+  settings.match_threshold = a.number("match-threshold", settings.match_threshold);
+  const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
+  auto engine = make_cpu_engine(
+      SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
+  const std::vector<float> audio = read_mono_16k(input);
+  SpeakerChangeDetector detector(*engine, settings,
+                                 positive(a, "batch", a.flag("offline") ? 32 : 1));
+  std::vector<SpeakerChange> changes;
+  // Fed in 20 ms buffers, as a live source would.
+  const size_t chunk = kSampleRate / 50;
+  for (size_t i = 0; i < audio.size(); i += chunk) {
+    detector.push(&audio[i], std::min(chunk, audio.size() - i));
+    for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  }
+  detector.finish();
+  for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+
+  for (const auto& c : changes) {
+    std::printf("{\"time\": %.3f, \"speaker\": %s, \"previous\": %s, \"active\": [",
+                c.sample / double(kSampleRate), json_string(c.speaker).c_str(),
+                json_string(c.previous).c_str());
+    for (size_t i = 0; i < c.active.size(); ++i)
+      std::printf("%s%s", i ? ", " : "", json_string(c.active[i]).c_str());
+    std::printf("], \"confidence\": %.3f, \"delay\": %.3f}\n", c.confidence,
+                (c.announced_sample - c.sample) / double(kSampleRate));
+  }
+  if (a.flag("rttm")) {
+    FILE* f = std::fopen(a.get("rttm").c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write '" + a.get("rttm") + "'");
+    std::string uri = a.get("uri", input.substr(input.find_last_of('/') + 1));
+    uri = uri.substr(0, uri.find_last_of('.'));
+    const double end_of_audio = audio.size() / double(kSampleRate);
+    for (size_t i = 0; i < changes.size(); ++i) {
+      if (changes[i].speaker.empty()) continue;
+      const double start = changes[i].sample / double(kSampleRate);
+      const double end =
+          i + 1 < changes.size() ? changes[i + 1].sample / double(kSampleRate) : end_of_audio;
+      if (end > start)
+        std::fprintf(f, "SPEAKER %s 1 %.3f %.3f <NA> <NA> %s <NA> <NA>\n", uri.c_str(), start,
+                     end - start, changes[i].speaker.c_str());
+    }
+    std::fclose(f);
+  }
   return 0;
 }
 
@@ -200,6 +271,7 @@ int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     if (a.command == "logits") return cmd_logits(a);
     if (a.command == "bench") return cmd_bench(a);
+    if (a.command == "changes") return cmd_changes(a);
     if (a.command == "info") return cmd_info(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       std::fputs(kUsage, stdout);

@@ -1,0 +1,44 @@
+// The most recent 10 s of a stream, cut into windows that end every `step` samples. The first
+// windows are zero-padded on the left, so that results start after `step` and not after 10 s.
+// Sample positions count from the first sample pushed since the last reset.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace speakerseg {
+
+class WindowBuffer {
+ public:
+  // Called with the position of the window's first sample (negative while the stream is shorter
+  // than a window) and its window_samples samples, valid during the call.
+  using WindowFn = std::function<void(int64_t start, const float* samples)>;
+
+  WindowBuffer(int window_samples, int step_samples);
+
+  // Appends samples (null: silence) and calls `on_window` for every step boundary they cross, in
+  // order, so a buffer longer than a step loses no window.
+  void push(const float* samples, size_t n, const WindowFn& on_window);
+
+  // Samples have arrived since the end of the last window (for the final window at EOS).
+  bool has_tail() const { return total_ > last_end_; }
+  // Calls `on_window` once with the window ending at the newest sample.
+  void flush_tail(const WindowFn& on_window);
+
+  int64_t total() const { return total_; }
+  int window_samples() const { return window_; }
+  int step_samples() const { return step_; }
+  void reset();
+
+ private:
+  void emit(const WindowFn& on_window);
+
+  int window_, step_;
+  std::vector<float> ring_;     // ring_[i % window] holds sample i of the last `window` samples
+  std::vector<float> scratch_;  // the window handed to on_window, in order
+  int64_t total_ = 0, last_end_ = 0;
+};
+
+}  // namespace speakerseg
