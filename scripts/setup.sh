@@ -10,6 +10,8 @@ APT_PACKAGES=(
   build-essential meson ninja-build pkg-config git ca-certificates
   libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libgtest-dev libgmock-dev
   python3 python3-venv python3-pip espeak-ng
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,72 @@
+// SegmentationRunner on a worker thread, for hosts whose audio thread must not run inference (a
+// live GStreamer pipeline). The audio thread submits windows and collects changes; the worker
+// batches whatever windows are waiting, up to `batch_size`.
+//
+// Back-pressure: with `drop_when_late` off (files), submit() waits while `max_queue` windows are
+// waiting, so nothing is lost. With it on (live sources), the oldest waiting window is dropped
+// instead, so the announcement delay cannot grow without bound when inference is slower than real
+// time; later windows still cover the dropped one's audio.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "speaker_change_detector.h"
+
+namespace speakerseg {
+
+struct AsyncSegmenterOptions {
+  int batch_size = 1;
+  int max_queue = 4;
+  bool drop_when_late = false;
+};
+
+class AsyncSegmenter {
+ public:
+  AsyncSegmenter(std::unique_ptr<SegmentationEngine> engine, const StreamSettings& settings,
+                 const AsyncSegmenterOptions& options);
+  ~AsyncSegmenter();
+  AsyncSegmenter(const AsyncSegmenter&) = delete;
+  AsyncSegmenter& operator=(const AsyncSegmenter&) = delete;
+
+  void submit(WindowJob job);
+  // Changes ready so far, in order; never blocks on inference.
+  std::vector<SpeakerChange> take_changes();
+  // Waits until every submitted window has been run.
+  void drain();
+  // drain(), then finalises every frame up to stream position `end` (end of stream).
+  void finish(int64_t end);
+  // Forgets queued windows, the timeline and unread changes (flush, discontinuity).
+  void reset();
+
+  // The first inference error, if any ("" otherwise); the worker stops taking windows after it.
+  std::string error() const;
+  uint64_t dropped_windows() const;
+  size_t queue_depth() const;
+  int last_batch_size() const;
+
+ private:
+  void loop();
+
+  std::unique_ptr<SegmentationEngine> engine_;
+  SegmentationRunner runner_;  // used by the worker, or under mutex_ while it is idle
+  AsyncSegmenterOptions options_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_worker_, wake_host_;
+  std::deque<WindowJob> queue_;
+  std::vector<SpeakerChange> ready_;
+  bool busy_ = false, stop_ = false;
+  uint64_t generation_ = 0;  // bumped by reset(): results of older windows are discarded
+  uint64_t dropped_ = 0;
+  int last_batch_ = 0;
+  std::string error_;
+  std::thread worker_;
+};
+
+}  // namespace speakerseg
