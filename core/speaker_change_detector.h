@@ -29,6 +29,7 @@ class SegmentationRunner {
   void finish(int64_t end) { timeline_.finish(end); }
   std::vector<SpeakerChange> take_changes() { return timeline_.take_changes(); }
   const std::vector<std::string>& speakers() const { return timeline_.speakers(); }
+  size_t held_frames() const { return timeline_.held_frames(); }
   void reset() { timeline_.reset(); }
 
  private:
@@ -46,6 +47,7 @@ class SpeakerChangeDetector {
   void finish();                              // end of stream: run what is left, finalise all
   std::vector<SpeakerChange> take_changes() { return runner_.take_changes(); }
   const std::vector<std::string>& speakers() const { return runner_.speakers(); }
+  size_t held_frames() const { return runner_.held_frames(); }
   int64_t samples_pushed() const { return windows_.total(); }
   void reset();
 

@@ -33,6 +33,8 @@ class SpeakerStitcher {
   int64_t covered_end() const { return first_frame_ + static_cast<int64_t>(frames_.size()); }
 
   const std::vector<std::string>& labels() const { return labels_; }
+  // Frames of history held (bounded by a window plus what is not yet final).
+  size_t held_frames() const { return frames_.size(); }
   void reset();
 
   // The frame grid: frame k is centred at sample k * 270 + 495 of the stream.

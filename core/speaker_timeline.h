@@ -25,6 +25,7 @@ class SpeakerTimeline {
 
   std::vector<SpeakerChange> take_changes();
   const std::vector<std::string>& speakers() const { return stitcher_.labels(); }
+  size_t held_frames() const { return stitcher_.held_frames(); }
   void reset();
 
  private:

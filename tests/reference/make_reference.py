@@ -66,7 +66,7 @@ def espeak_conversation(out_wav):
         ("en-us", "We will be back after a short break with the sports results."),
         ("en+f3", "And later, an interview with the mayor about the new railway line."),
     ]
-    pieces = []
+    pieces, turns, t = [], [], 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for i, (voice, text) in enumerate(lines):
             f = pathlib.Path(tmp) / f"{i}.wav"
@@ -74,9 +74,16 @@ def espeak_conversation(out_wav):
             with wave.open(str(f)) as w:
                 rate = w.getframerate()
                 x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768
-            pieces += [resample_poly(x, RATE, rate).astype(np.float32), np.zeros(RATE // 3, np.float32)]
+            speech = resample_poly(x, RATE, rate).astype(np.float32)
+            voiced = np.flatnonzero(np.abs(speech) > 0.01)
+            turns.append((t + voiced[0] / RATE, (voiced[-1] - voiced[0]) / RATE, voice))
+            pieces += [speech, np.zeros(RATE // 3, np.float32)]
+            t += (len(speech) + RATE // 3) / RATE
     x = np.concatenate(pieces)
     write_wav(out_wav, x)
+    with open(out_wav.with_suffix(".rttm"), "w") as f:
+        for start, duration, voice in turns:
+            f.write(f"SPEAKER speech 1 {start:.3f} {duration:.3f} <NA> <NA> {voice} <NA> <NA>\n")
     return read_wav(out_wav)
 
 
@@ -212,7 +219,8 @@ def main():
         np.save(out / f"{name}.input.npy", inputs)
         np.save(out / f"{name}.logprobs.npy", logprobs)
         print(f"make_reference: {name}: input {inputs.shape} -> {logprobs.shape}", file=sys.stderr)
-    (out / "manifest.txt").write_text(f"source {source}\nrecording {main_wav}\nonnxruntime {ort.__version__}\n")
+    (out / "manifest.txt").write_text(
+        f"source {source}\nrecording {main_wav}\nrttm {main_wav.with_suffix('.rttm')}\nonnxruntime {ort.__version__}\n")
     if a.stamp:
         pathlib.Path(a.stamp).write_text(source + "\n")
 
