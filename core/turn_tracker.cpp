@@ -8,6 +8,7 @@ namespace speakerseg {
 
 TurnTracker::TurnTracker(const StreamSettings& s)
     : onset_(s.onset),
+      switch_margin_(s.switch_margin),
       min_speech_frames_(std::llround(s.min_speech / kFrameStepSeconds)),
       min_silence_frames_(std::llround(s.min_silence / kFrameStepSeconds)) {}
 
@@ -25,15 +26,16 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
   auto active = [&](int g) { return g >= 0 && g < n && a[g] > onset_; };
 
   // Who holds the turn on this frame, before smoothing.
-  int raw = -1;
-  if (active(current_)) {
+  int dominant = -1;
+  float top = onset_;
+  for (int g = 0; g < n; ++g)
+    if (a[g] > top) top = a[g], dominant = g;
+  int raw = dominant;
+  if (active(current_) && (dominant < 0 || a[dominant] - a[current_] < switch_margin_)) {
     raw = current_;
-  } else if (pending_ >= 0 && active(pending_)) {
+  } else if (pending_ >= 0 && active(pending_) &&
+             (dominant < 0 || a[dominant] - a[pending_] < switch_margin_)) {
     raw = pending_;
-  } else {
-    float top = onset_;
-    for (int g = 0; g < n; ++g)
-      if (a[g] > top) top = a[g], raw = g;
   }
 
   if (raw == current_) {

@@ -26,7 +26,7 @@ class TurnTracker {
 
  private:
   static constexpr int kNone = -2;  // no pending state; -1 is "nobody"
-  double onset_;
+  double onset_, switch_margin_;
   int64_t min_speech_frames_, min_silence_frames_;
   int current_ = -1;
   int pending_ = kNone;

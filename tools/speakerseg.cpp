@@ -155,6 +155,7 @@ int cmd_changes(const Args& a) {
   settings.min_silence = a.number("min-silence", settings.min_silence);
   settings.onset = a.number("onset", settings.onset);
   settings.match_threshold = a.number("match-threshold", settings.match_threshold);
+  settings.switch_margin = a.number("switch-margin", settings.switch_margin);
   const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
   auto engine = make_cpu_engine(
       SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
