@@ -19,7 +19,8 @@ class TurnTracker {
 
   void push(const FrameActivity& frame, const std::vector<std::string>& labels,
             int64_t announced_sample, std::vector<SpeakerChange>& out);
-  // End of stream: a pending state that has not lasted long enough is dropped.
+  // Forgets the current speaker and any pending state (a pending state that has not lasted long
+  // enough at the end of a stream is simply never confirmed).
   void reset();
 
   int current() const { return current_; }

@@ -1,0 +1,855 @@
+// The speakerchange element through GstHarness: results on a real recording, their order with the
+// audio, passthrough, the latency query, flushes, gaps, discontinuities, errors and the
+// gst-plugins-rs compatibility event.
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "audio_file.h"
+#include "gstspeakerchange.h"
+
+namespace {
+
+constexpr int kRate = 16000;
+constexpr size_t kBufferSamples = kRate / 50;      // 20 ms
+constexpr GstClockTime kLatency = 2 * GST_SECOND;  // the element's default
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) ADD_FAILURE() << name << " is not set; run the tests through `meson test`";
+  return v ? v : "";
+}
+
+GstClockTime at(double seconds) {
+  return static_cast<GstClockTime>(std::llround(seconds * GST_SECOND));
+}
+double secs(GstClockTime t) {
+  return static_cast<double>(t) / GST_SECOND;
+}
+size_t samples(double seconds) {
+  return static_cast<size_t>(std::llround(seconds * kRate));
+}
+
+// sample.wav, read once; tests that need it skip without it (unless CI=true).
+const std::vector<float>* sample_audio() {
+  static std::vector<float> audio;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const std::string path = env("SPEAKERCHANGE_SAMPLE_WAV");
+    if (g_file_test(path.c_str(), G_FILE_TEST_EXISTS)) audio = speakerseg::read_mono_16k(path);
+  }
+  return audio.empty() ? nullptr : &audio;
+}
+
+#define REQUIRE_SAMPLE()                                                               \
+  const std::vector<float>* sample_ptr = sample_audio();                               \
+  if (!sample_ptr) {                                                                   \
+    const char* ci = std::getenv("CI");                                                \
+    if (ci && std::string(ci) == "true") FAIL() << "sample.wav is required on CI";     \
+    GTEST_SKIP() << env("SPEAKERCHANGE_SAMPLE_WAV") << " is missing (../shared/data)"; \
+  }                                                                                    \
+  [[maybe_unused]] const std::vector<float>& sample = *sample_ptr
+
+// Every start and end of an annotated turn, in seconds: where the current speaker can change.
+std::vector<double> turn_boundaries() {
+  std::ifstream f(env("SPEAKERCHANGE_SAMPLE_RTTM"));
+  EXPECT_TRUE(f) << "cannot read sample.rttm";
+  std::vector<double> b;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream s(line);
+    std::string type, uri, channel;
+    double start = 0, duration = 0;
+    if (s >> type >> uri >> channel >> start >> duration && type == "SPEAKER") {
+      b.push_back(start);
+      b.push_back(start + duration);
+    }
+  }
+  return b;
+}
+
+struct Change {
+  GstClockTime timestamp = 0, running_time = 0, stream_time = 0, delay = 0;
+  std::string speaker, previous;
+  std::vector<std::string> active;
+  double confidence = 0;
+};
+
+bool operator==(const Change& a, const Change& b) {
+  return a.timestamp == b.timestamp && a.running_time == b.running_time &&
+         a.stream_time == b.stream_time && a.delay == b.delay && a.speaker == b.speaker &&
+         a.previous == b.previous && a.active == b.active && a.confidence == b.confidence;
+}
+
+std::ostream& operator<<(std::ostream& o, const Change& c) {
+  o << secs(c.timestamp) << " s: '" << c.previous << "' -> '" << c.speaker << "' (delay "
+    << secs(c.delay) << " s, confidence " << c.confidence << ")";
+  return o;
+}
+
+std::string describe(const std::vector<Change>& changes) {
+  std::ostringstream o;
+  for (const auto& c : changes) o << "\n  " << c;
+  return o.str();
+}
+
+Change parse_change(const GstStructure* s) {
+  Change c;
+  EXPECT_TRUE(gst_structure_has_name(s, "speaker-change"));
+  guint64 v = 0;
+  EXPECT_TRUE(gst_structure_get_uint64(s, "timestamp", &v));
+  c.timestamp = v;
+  EXPECT_TRUE(gst_structure_get_uint64(s, "running-time", &v));
+  c.running_time = v;
+  EXPECT_TRUE(gst_structure_get_uint64(s, "stream-time", &v));
+  c.stream_time = v;
+  EXPECT_TRUE(gst_structure_get_uint64(s, "delay", &v));
+  c.delay = v;
+  const char* str = gst_structure_get_string(s, "speaker");
+  EXPECT_NE(str, nullptr);
+  c.speaker = str ? str : "";
+  str = gst_structure_get_string(s, "previous-speaker");
+  EXPECT_NE(str, nullptr);
+  c.previous = str ? str : "";
+  EXPECT_TRUE(gst_structure_get_double(s, "confidence", &c.confidence));
+  const GValue* active = gst_structure_get_value(s, "active-speakers");
+  EXPECT_TRUE(active && GST_VALUE_HOLDS_ARRAY(active));
+  if (active && GST_VALUE_HOLDS_ARRAY(active))
+    for (guint i = 0; i < gst_value_array_get_size(active); ++i)
+      c.active.push_back(g_value_get_string(gst_value_array_get_value(active, i)));
+  return c;
+}
+
+// What reached the harness's sink pad, in order.
+struct Item {
+  enum Kind { kBuffer, kChange, kRstranscribe, kFlushStop, kGap, kEos } kind;
+  GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
+  Change change;
+  bool rs_has_speaker = false;
+  bool rs_speaker_null = false;  // the field holds NULL (nobody)
+  std::string rs_speaker;
+};
+
+// One harnessed speakerchange element with a bus, fed by the test.
+class ElementRun {
+ public:
+  using Configure = std::function<void(GstElement*)>;
+
+  explicit ElementRun(const Configure& configure = {}, bool live = false, bool s16 = false)
+      : s16_(s16) {
+    element_ = gst_element_factory_make("speakerchange", nullptr);
+    g_object_set(element_, "model", env("SPEAKERSEG_MODEL").c_str(), "threads", 1, nullptr);
+    // Not live by default: back-pressure, so that no window is dropped and results repeat.
+    gst_util_set_object_arg(G_OBJECT(element_), "mode", "throughput");
+    if (configure) configure(element_);
+    bus_ = gst_bus_new();
+    gst_element_set_bus(element_, bus_);
+    h_ = gst_harness_new_with_element(element_, "sink", "src");
+    gst_harness_set_live(h_, live);
+    gst_harness_set_drop_buffers(h_, TRUE);  // the probe sees them
+    gst_pad_add_probe(h_->sinkpad,
+                      static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
+                                                   GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM |
+                                                   GST_PAD_PROBE_TYPE_EVENT_FLUSH),
+                      &ElementRun::probe, this, nullptr);
+    set_format(s16);
+  }
+
+  ~ElementRun() {
+    gst_harness_teardown(h_);
+    gst_element_set_bus(element_, nullptr);
+    gst_object_unref(element_);
+    gst_object_unref(bus_);
+  }
+
+  ElementRun(const ElementRun&) = delete;
+  ElementRun& operator=(const ElementRun&) = delete;
+
+  GstHarness* harness() { return h_; }
+
+  void set_format(bool s16) {
+    s16_ = s16;
+    gst_harness_set_src_caps_str(
+        h_, s16 ? "audio/x-raw, format=S16LE, rate=16000, channels=1, layout=interleaved"
+                : "audio/x-raw, format=F32LE, rate=16000, channels=1, layout=interleaved");
+  }
+
+  // Pushes audio[from, to) in 20 ms buffers, the first one at `pts`.
+  void push(const std::vector<float>& audio, size_t from, size_t to, GstClockTime pts,
+            bool discont = false) {
+    for (size_t i = from; i < to; i += kBufferSamples) {
+      const size_t n = std::min(kBufferSamples, to - i);
+      const size_t bytes = n * (s16_ ? sizeof(int16_t) : sizeof(float));
+      GstBuffer* buf = gst_buffer_new_allocate(nullptr, bytes, nullptr);
+      GstMapInfo map;
+      gst_buffer_map(buf, &map, GST_MAP_WRITE);
+      if (s16_) {
+        auto* out = reinterpret_cast<int16_t*>(map.data);
+        for (size_t k = 0; k < n; ++k)
+          out[k] = static_cast<int16_t>(
+              std::clamp(std::lround(audio[i + k] * 32768.0f), -32768L, 32767L));
+      } else {
+        std::memcpy(map.data, &audio[i], bytes);
+      }
+      input_.insert(input_.end(), map.data, map.data + bytes);
+      gst_buffer_unmap(buf, &map);
+      GST_BUFFER_PTS(buf) = pts + gst_util_uint64_scale_int(i - from, GST_SECOND, kRate);
+      GST_BUFFER_DURATION(buf) = gst_util_uint64_scale_int(n, GST_SECOND, kRate);
+      if (discont && i == from) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
+      input_pts_.push_back(GST_BUFFER_PTS(buf));
+      ASSERT_EQ(gst_harness_push(h_, buf), GST_FLOW_OK) << "at sample " << i;
+    }
+  }
+
+  void push_silence(size_t n, GstClockTime pts) { push(std::vector<float>(n, 0.f), 0, n, pts); }
+
+  void event(GstEvent* e) { EXPECT_TRUE(gst_harness_push_event(h_, e)); }
+  void eos() { event(gst_event_new_eos()); }
+  void flush() {
+    event(gst_event_new_flush_start());
+    event(gst_event_new_flush_stop(TRUE));
+    GstSegment segment;
+    gst_segment_init(&segment, GST_FORMAT_TIME);
+    event(gst_event_new_segment(&segment));
+  }
+
+  // Everything the element posted as speaker-change messages so far.
+  std::vector<Change> messages() {
+    while (GstMessage* m = gst_bus_pop_filtered(bus_, GST_MESSAGE_ELEMENT)) {
+      const GstStructure* s = gst_message_get_structure(m);
+      if (s && gst_structure_has_name(s, "speaker-change")) messages_.push_back(parse_change(s));
+      gst_message_unref(m);
+    }
+    return messages_;
+  }
+  // The errors posted so far.
+  std::vector<std::string> errors() {
+    std::vector<std::string> out;
+    while (GstMessage* m = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR)) {
+      GError* err = nullptr;
+      gchar* debug = nullptr;
+      gst_message_parse_error(m, &err, &debug);
+      out.push_back(std::string(err->message) + " | " + (debug ? debug : ""));
+      g_clear_error(&err);
+      g_free(debug);
+      gst_message_unref(m);
+    }
+    return out;
+  }
+
+  const std::vector<Item>& items() const { return items_; }
+  std::vector<Change> events() const {
+    std::vector<Change> out;
+    for (const auto& i : items_)
+      if (i.kind == Item::kChange) out.push_back(i.change);
+    return out;
+  }
+  const std::vector<uint8_t>& input() const { return input_; }
+  const std::vector<uint8_t>& output() const { return output_; }
+  const std::vector<GstClockTime>& input_pts() const { return input_pts_; }
+  const std::vector<GstClockTime>& output_pts() const { return output_pts_; }
+
+ private:
+  static GstPadProbeReturn probe(GstPad*, GstPadProbeInfo* info, gpointer data) {
+    auto* self = static_cast<ElementRun*>(data);
+    Item item{};
+    if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+      GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
+      item.kind = Item::kBuffer;
+      item.pts = GST_BUFFER_PTS(buf);
+      item.duration = GST_BUFFER_DURATION(buf);
+      GstMapInfo map;
+      gst_buffer_map(buf, &map, GST_MAP_READ);
+      self->output_.insert(self->output_.end(), map.data, map.data + map.size);
+      gst_buffer_unmap(buf, &map);
+      self->output_pts_.push_back(item.pts);
+      self->items_.push_back(item);
+      return GST_PAD_PROBE_OK;
+    }
+    GstEvent* e = GST_PAD_PROBE_INFO_EVENT(info);
+    switch (GST_EVENT_TYPE(e)) {
+      case GST_EVENT_CUSTOM_DOWNSTREAM: {
+        const GstStructure* s = gst_event_get_structure(e);
+        if (gst_structure_has_name(s, "speaker-change")) {
+          item.kind = Item::kChange;
+          item.change = parse_change(s);
+        } else if (gst_structure_has_name(s, "rstranscribe/speaker-change")) {
+          item.kind = Item::kRstranscribe;
+          item.rs_has_speaker = gst_structure_has_field_typed(s, "speaker", G_TYPE_STRING);
+          const char* speaker = gst_structure_get_string(s, "speaker");
+          item.rs_speaker_null = speaker == nullptr;
+          item.rs_speaker = speaker ? speaker : "";
+        } else {
+          return GST_PAD_PROBE_OK;
+        }
+        break;
+      }
+      case GST_EVENT_FLUSH_STOP:
+        item.kind = Item::kFlushStop;
+        break;
+      case GST_EVENT_GAP:
+        item.kind = Item::kGap;
+        gst_event_parse_gap(e, &item.pts, &item.duration);
+        break;
+      case GST_EVENT_EOS:
+        item.kind = Item::kEos;
+        break;
+      default:
+        return GST_PAD_PROBE_OK;
+    }
+    self->items_.push_back(item);
+    return GST_PAD_PROBE_OK;
+  }
+
+  GstElement* element_ = nullptr;
+  GstBus* bus_ = nullptr;
+  GstHarness* h_ = nullptr;
+  bool s16_ = false;
+  std::vector<Item> items_;
+  std::vector<Change> messages_;
+  std::vector<uint8_t> input_, output_;
+  std::vector<GstClockTime> input_pts_, output_pts_;
+};
+
+// The whole of sample.wav in one stream: what the other tests compare with.
+std::vector<Change> run_whole(const std::vector<float>& audio, bool s16 = false) {
+  ElementRun run({}, false, s16);
+  run.push(audio, 0, audio.size(), 0);
+  run.eos();
+  return run.events();
+}
+
+const std::vector<Change>& reference(const std::vector<float>& audio) {
+  static const std::vector<Change> changes = run_whole(audio);
+  return changes;
+}
+
+// `got` are `want` moved by `shift`, give or take `tolerance`.
+void expect_same_changes(const std::vector<Change>& got, const std::vector<Change>& want,
+                         GstClockTimeDiff shift, GstClockTime tolerance) {
+  ASSERT_EQ(got.size(), want.size()) << "got:" << describe(got) << "\nwant:" << describe(want);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].speaker, want[i].speaker) << i;
+    EXPECT_EQ(got[i].previous, want[i].previous) << i;
+    const GstClockTimeDiff d =
+        GST_CLOCK_DIFF(static_cast<GstClockTime>(want[i].timestamp + shift), got[i].timestamp);
+    EXPECT_LE(std::llabs(d), static_cast<long long>(tolerance))
+        << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+constexpr GstClockTime kFrame = 16875 * GST_USECOND;  // one network frame
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(SpeakerChangeElement, FindsTheTurnChangesOfARecording) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto events = run.events();
+  const auto messages = run.messages();
+  EXPECT_TRUE(run.errors().empty());
+
+  // Messages on the bus and events downstream carry the same changes.
+  EXPECT_EQ(messages, events) << "messages:" << describe(messages)
+                              << "\nevents:" << describe(events);
+  ASSERT_GE(events.size(), 5u) << describe(events);
+
+  // Every change from one speaker to another is near an annotated turn change.
+  const auto boundaries = turn_boundaries();
+  ASSERT_FALSE(boundaries.empty());
+  int between_speakers = 0;
+  for (const auto& c : events) {
+    EXPECT_EQ(c.running_time, c.timestamp);  // default segment: times are running times
+    EXPECT_EQ(c.stream_time, c.timestamp);
+    EXPECT_GE(c.confidence, 0.0);
+    EXPECT_LE(c.confidence, 1.0);
+    if (!c.speaker.empty()) {
+      EXPECT_NE(std::find(c.active.begin(), c.active.end(), c.speaker), c.active.end()) << c;
+    }
+    if (c.speaker.empty() || c.previous.empty()) continue;
+    ++between_speakers;
+    double nearest = 1e9;
+    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
+    EXPECT_LT(nearest, 0.5) << c;
+  }
+  EXPECT_GE(between_speakers, 4) << describe(events);
+
+  // EOS goes last, after the remaining results; at least the last change waited for EOS.
+  const auto& items = run.items();
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items.back().kind, Item::kEos);
+  EXPECT_EQ(
+      std::count_if(items.begin(), items.end(), [](const Item& i) { return i.kind == Item::kEos; }),
+      1);
+  size_t last_buffer = 0;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].kind == Item::kBuffer) last_buffer = i;
+  EXPECT_GE(std::count_if(items.begin() + static_cast<long>(last_buffer), items.end(),
+                          [](const Item& i) { return i.kind == Item::kChange; }),
+            1);
+}
+
+TEST(SpeakerChangeElement, S16InputGivesTheSameChanges) {
+  REQUIRE_SAMPLE();
+  // sample.wav is 16-bit: the S16LE buffers carry exactly the samples the F32LE ones do.
+  expect_same_changes(run_whole(sample, true), reference(sample), 0, kFrame);
+}
+
+TEST(SpeakerChangeElement, EventsStayInOrderWithTheAudio) {
+  REQUIRE_SAMPLE();
+  // Latency mode: results arrive while the stream flows, not only at EOS.
+  ElementRun run([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "mode", "latency"); });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto& items = run.items();
+  const GstClockTime end = gst_util_uint64_scale_int(sample.size(), GST_SECOND, kRate);
+  int before_a_buffer = 0, at_eos = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Item::kChange) continue;
+    const Change& c = items[i].change;
+    auto next = std::find_if(items.begin() + static_cast<long>(i), items.end(),
+                             [](const Item& it) { return it.kind == Item::kBuffer; });
+    if (next != items.end()) {
+      // Announced during the stream: in the past of the audio that follows it, and at least
+      // `latency` after the change.
+      ++before_a_buffer;
+      EXPECT_LE(c.timestamp, next->pts) << c;
+      EXPECT_GE(c.delay, kLatency) << c;
+    } else {
+      // Made final by EOS: announced with the last audio.
+      ++at_eos;
+      EXPECT_LE(c.timestamp, end) << c;
+      EXPECT_LE(std::llabs(GST_CLOCK_DIFF(end, c.timestamp + c.delay)),
+                static_cast<long long>(GST_USECOND))
+          << c;
+    }
+  }
+  EXPECT_GE(before_a_buffer, 3) << describe(run.events());
+  EXPECT_EQ(before_a_buffer + at_eos, static_cast<int>(run.events().size()));
+  expect_same_changes(run.events(), reference(sample), 0, kFrame);
+}
+
+TEST(SpeakerChangeElement, AudioPassesThroughUntouched) {
+  REQUIRE_SAMPLE();
+  for (bool s16 : {false, true}) {
+    SCOPED_TRACE(s16 ? "S16LE" : "F32LE");
+    ElementRun run({}, false, s16);
+    run.push(sample, 0, samples(12), 0);
+    run.eos();
+    EXPECT_FALSE(run.events().empty());
+    EXPECT_EQ(run.output(), run.input());
+    EXPECT_EQ(run.output_pts(), run.input_pts());
+  }
+}
+
+TEST(SpeakerChangeElement, LatencyQueryAnswersWhatUpstreamAnswers) {
+  {
+    ElementRun run({}, true);
+    gst_harness_set_upstream_latency(run.harness(), 30 * GST_MSECOND);
+    EXPECT_EQ(gst_harness_query_latency(run.harness()), 30 * GST_MSECOND);
+    GstQuery* q = gst_query_new_latency();
+    ASSERT_TRUE(gst_pad_peer_query(run.harness()->sinkpad, q));
+    gboolean live = FALSE;
+    GstClockTime min = 0, max = 0;
+    gst_query_parse_latency(q, &live, &min, &max);
+    EXPECT_TRUE(live);
+    EXPECT_EQ(min, 30 * GST_MSECOND);
+    EXPECT_EQ(max, GST_CLOCK_TIME_NONE);
+    gst_query_unref(q);
+  }
+  {
+    ElementRun run({}, false);
+    GstQuery* q = gst_query_new_latency();
+    ASSERT_TRUE(gst_pad_peer_query(run.harness()->sinkpad, q));
+    gboolean live = TRUE;
+    gst_query_parse_latency(q, &live, nullptr, nullptr);
+    EXPECT_FALSE(live);
+    gst_query_unref(q);
+  }
+}
+
+TEST(SpeakerChangeElement, FlushStartsAFreshTimeline) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, samples(20), 0);
+  run.flush();
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto& items = run.items();
+  auto flush = std::find_if(items.begin(), items.end(),
+                            [](const Item& i) { return i.kind == Item::kFlushStop; });
+  ASSERT_NE(flush, items.end());
+  std::vector<Change> after;
+  for (auto i = flush; i != items.end(); ++i)
+    if (i->kind == Item::kChange) after.push_back(i->change);
+  // Timestamps restart, the first change is reported again, nothing of before leaks through.
+  expect_same_changes(after, reference(sample), 0, kFrame);
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front().previous, "");
+}
+
+// sample.wav with `gap` seconds of silence inserted at 12 s, by `insert` (a GAP event or a jump in
+// the buffer timestamps): one time line, the later turns moved by the gap.
+void check_gap_is_filled(double gap, const std::function<void(ElementRun&)>& insert) {
+  const std::vector<float>& sample = *sample_audio();
+  ElementRun run;
+  run.push(sample, 0, samples(12), 0);
+  insert(run);
+  run.push(sample, samples(12), sample.size(), at(12 + gap));
+  run.eos();
+  const auto events = run.events();
+  const auto& items = run.items();
+
+  // Every change between speakers lies near an annotated turn change, moved by the gap.
+  std::vector<double> boundaries;
+  for (double b : turn_boundaries()) boundaries.push_back(b > 12 ? b + gap : b);
+  int between_speakers = 0;
+  for (const auto& c : events) {
+    if (c.speaker.empty() || c.previous.empty()) continue;
+    ++between_speakers;
+    double nearest = 1e9;
+    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
+    EXPECT_LT(nearest, 0.5) << c << describe(events);
+  }
+  EXPECT_GE(between_speakers, 5) << describe(events);
+
+  // No reset at the gap: the turn that began shortly before it (at about 11 s) becomes final only
+  // with audio from after the gap, so it is announced after the first buffer that follows it.
+  auto after_gap = std::find_if(items.begin(), items.end(), [&](const Item& i) {
+    return i.kind == Item::kBuffer && i.pts == at(12 + gap);
+  });
+  ASSERT_NE(after_gap, items.end());
+  auto late = std::find_if(after_gap, items.end(), [](const Item& i) {
+    return i.kind == Item::kChange && i.change.timestamp > at(10.5) &&
+           i.change.timestamp < at(12) && !i.change.previous.empty();
+  });
+  EXPECT_NE(late, items.end()) << describe(events);
+  EXPECT_EQ(events.front().previous, "");
+  for (size_t i = 1; i < events.size(); ++i) EXPECT_EQ(events[i].previous, events[i - 1].speaker);
+}
+
+TEST(SpeakerChangeElement, ShortGapEventsAreFilledWithSilence) {
+  REQUIRE_SAMPLE();
+  for (double gap : {0.5, 2.0}) {  // 2 s: longer than a timestamp jump that is filled
+    SCOPED_TRACE(gap);
+    check_gap_is_filled(gap,
+                        [gap](ElementRun& run) { run.event(gst_event_new_gap(at(12), at(gap))); });
+  }
+}
+
+TEST(SpeakerChangeElement, GapEventIsForwarded) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, samples(1), 0);
+  run.event(gst_event_new_gap(at(1), at(0.5)));
+  run.event(gst_event_new_gap(at(1.5), at(10)));  // long: ends the stretch
+  run.push(sample, samples(1), samples(2), at(11.5));
+  run.eos();
+  std::vector<std::pair<GstClockTime, GstClockTime>> gaps;
+  for (const auto& i : run.items())
+    if (i.kind == Item::kGap) gaps.emplace_back(i.pts, i.duration);
+  const std::vector<std::pair<GstClockTime, GstClockTime>> want = {{at(1), at(0.5)},
+                                                                   {at(1.5), at(10)}};
+  EXPECT_EQ(gaps, want);
+  EXPECT_EQ(run.items().back().kind, Item::kEos);
+}
+
+TEST(SpeakerChangeElement, SmallTimestampGapIsFilledWithSilence) {
+  REQUIRE_SAMPLE();
+  check_gap_is_filled(0.5, [](ElementRun&) {});  // 0.5 s missing, no GAP event
+}
+
+TEST(SpeakerChangeElement, TimestampJumpEndsTheStretchAndStartsANewOne) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, samples(15), 0);
+  run.push(sample, samples(15), sample.size(), at(18), true);  // 3 s jump, DISCONT
+  run.eos();
+  const auto& items = run.items();
+  const auto events = run.events();
+  // The first stretch ends at the jump: its changes go out before the first buffer after it.
+  auto jump = std::find_if(items.begin(), items.end(), [](const Item& i) {
+    return i.kind == Item::kBuffer && i.pts == at(18);
+  });
+  ASSERT_NE(jump, items.end());
+  std::vector<Change> first, second;
+  for (auto i = items.begin(); i != items.end(); ++i)
+    if (i->kind == Item::kChange) (i < jump ? first : second).push_back(i->change);
+  ASSERT_FALSE(first.empty()) << describe(events);
+  ASSERT_FALSE(second.empty()) << describe(events);
+  for (const auto& c : first) EXPECT_LT(c.timestamp, at(15)) << c;
+  for (const auto& want : reference(sample))
+    if (want.timestamp < at(13)) {
+      auto it = std::find_if(first.begin(), first.end(), [&](const Change& c) {
+        return c.speaker == want.speaker && c.previous == want.previous &&
+               std::llabs(GST_CLOCK_DIFF(want.timestamp, c.timestamp)) < at(0.3);
+      });
+      EXPECT_NE(it, first.end()) << "missing " << want << describe(first);
+    }
+  // The second stretch starts afresh at the new time: from nobody, labels from speaker-0.
+  EXPECT_GE(second.front().timestamp, at(18)) << describe(second);
+  EXPECT_EQ(second.front().previous, "") << describe(second);
+  EXPECT_EQ(second.front().speaker, "speaker-0") << describe(second);
+}
+
+TEST(SpeakerChangeElement, BackwardJumpStartsANewTimeline) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, samples(15), 0);
+  run.push(sample, 0, sample.size(), 0, true);  // the recording again from 0, without a flush
+  run.eos();
+  const auto& items = run.items();
+  // The second buffer at PTS 0 starts the second stretch.
+  auto restart = std::find_if(items.begin() + 1, items.end(),
+                              [](const Item& i) { return i.kind == Item::kBuffer && i.pts == 0; });
+  ASSERT_NE(restart, items.end());
+  std::vector<Change> second;
+  for (auto i = restart; i != items.end(); ++i)
+    if (i->kind == Item::kChange) second.push_back(i->change);
+  expect_same_changes(second, reference(sample), 0, kFrame);
+}
+
+TEST(SpeakerChangeElement, TimestampJitterKeepsTheTimeline) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  // Buffers 5 ms early or late in turn, as a source that timestamps with a jittery clock.
+  for (size_t i = 0; i < sample.size(); i += kBufferSamples) {
+    const GstClockTime exact = gst_util_uint64_scale_int(i, GST_SECOND, kRate);
+    const GstClockTime jitter = 5 * GST_MSECOND;
+    const GstClockTime pts =
+        (i / kBufferSamples) % 2 ? exact + jitter : exact - std::min(exact, jitter);
+    run.push(sample, i, std::min(sample.size(), i + kBufferSamples), pts);
+  }
+  run.eos();
+  expect_same_changes(run.events(), reference(sample), 0, kFrame + 10 * GST_MSECOND);
+}
+
+TEST(SpeakerChangeElement, RunningAndStreamTimeFollowTheSegment) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  segment.start = at(1);
+  segment.base = at(100);
+  segment.time = at(50);
+  run.event(gst_event_new_segment(&segment));
+  run.push(sample, 0, samples(13), at(1));
+  run.eos();
+  const auto events = run.events();
+  ASSERT_FALSE(events.empty());
+  for (const auto& c : events) {
+    EXPECT_EQ(c.running_time, c.timestamp - at(1) + at(100)) << c;
+    EXPECT_EQ(c.stream_time, c.timestamp - at(1) + at(50)) << c;
+  }
+  // The first change of the recording, at about 6.66 s of audio, now 1 s later in buffer time.
+  EXPECT_LE(std::llabs(GST_CLOCK_DIFF(reference(sample).front().timestamp + at(1),
+                                      events.front().timestamp)),
+            static_cast<long long>(kFrame));
+}
+
+TEST(SpeakerChangeElement, LeadingSilenceShiftsTheChanges) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push_silence(samples(10), 0);
+  run.push(sample, 0, sample.size(), at(10));
+  run.eos();
+  expect_same_changes(run.events(), reference(sample), at(10), at(0.1));
+}
+
+TEST(SpeakerChangeElement, StreamShorterThanAWindow) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, samples(6), samples(9), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  ASSERT_FALSE(run.items().empty());
+  EXPECT_EQ(run.items().back().kind, Item::kEos);
+  for (const auto& c : run.events()) EXPECT_LE(c.timestamp, at(3)) << c;
+}
+
+TEST(SpeakerChangeElement, CapsChangeKeepsTheTimeline) {
+  REQUIRE_SAMPLE();
+  ElementRun run;
+  run.push(sample, 0, samples(15), 0);
+  run.set_format(true);
+  run.push(sample, samples(15), sample.size(), at(15));
+  run.eos();
+  expect_same_changes(run.events(), reference(sample), 0, kFrame);
+}
+
+TEST(SpeakerChangeElement, LiveUpstreamRunsInLatencyMode) {
+  REQUIRE_SAMPLE();
+  // mode=auto with a live upstream: one window per inference, late windows dropped. Pushed far
+  // faster than real time, so what is found depends on the machine; the stream must flow.
+  ElementRun run([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "mode", "auto"); }, true);
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  ASSERT_FALSE(run.items().empty());
+  EXPECT_EQ(run.items().back().kind, Item::kEos);
+  EXPECT_EQ(run.output(), run.input());
+}
+
+TEST(SpeakerChangeElement, MessagesAndEventsCanBeSwitchedOff) {
+  REQUIRE_SAMPLE();
+  {
+    ElementRun run([](GstElement* e) { g_object_set(e, "post-messages", FALSE, nullptr); });
+    run.push(sample, 0, samples(12), 0);
+    run.eos();
+    EXPECT_FALSE(run.events().empty());
+    EXPECT_TRUE(run.messages().empty());
+  }
+  {
+    ElementRun run([](GstElement* e) { g_object_set(e, "emit-events", FALSE, nullptr); });
+    run.push(sample, 0, samples(12), 0);
+    run.eos();
+    EXPECT_TRUE(run.events().empty());
+    EXPECT_FALSE(run.messages().empty());
+  }
+}
+
+TEST(SpeakerChangeElement, CompatRstranscribeEvents) {
+  REQUIRE_SAMPLE();
+  ElementRun run([](GstElement* e) { g_object_set(e, "compat-rstranscribe", TRUE, nullptr); });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto& items = run.items();
+  int compat = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Item::kRstranscribe) continue;
+    ++compat;
+    EXPECT_TRUE(items[i].rs_has_speaker);
+    // Each follows its speaker-change event and names the same speaker (NULL for nobody).
+    ASSERT_GT(i, 0u);
+    ASSERT_EQ(items[i - 1].kind, Item::kChange);
+    const std::string& speaker = items[i - 1].change.speaker;
+    EXPECT_EQ(items[i].rs_speaker_null, speaker.empty());
+    EXPECT_EQ(items[i].rs_speaker, speaker);
+  }
+  EXPECT_EQ(compat, static_cast<int>(run.events().size()));
+  EXPECT_GE(compat, 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: no harness (it insists that the element starts).
+
+// Brings a configured element to PAUSED; returns the result and the error messages posted.
+std::pair<GstStateChangeReturn, std::vector<std::string>> try_start(
+    const std::function<void(GstElement*)>& configure) {
+  GstElement* e = gst_element_factory_make("speakerchange", nullptr);
+  g_object_set(e, "model", env("SPEAKERSEG_MODEL").c_str(), nullptr);
+  configure(e);
+  GstBus* bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  // The model is loaded on READY to PAUSED: NULL to READY always works.
+  EXPECT_EQ(gst_element_set_state(e, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
+  const GstStateChangeReturn ret = gst_element_set_state(e, GST_STATE_PAUSED);
+  std::vector<std::string> errors;
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    GError* err = nullptr;
+    gchar* debug = nullptr;
+    gst_message_parse_error(m, &err, &debug);
+    errors.push_back(std::string(err->message) + " | " + (debug ? debug : ""));
+    g_clear_error(&err);
+    g_free(debug);
+    gst_message_unref(m);
+  }
+  EXPECT_EQ(gst_element_set_state(e, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_element_set_bus(e, nullptr);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+  return {ret, errors};
+}
+
+TEST(SpeakerChangeElement, MissingModelFailsTheStartNamingThePath) {
+  const std::string path = "/nonexistent/models/segmentation-3.0.onnx";
+  auto [ret, errors] =
+      try_start([&](GstElement* e) { g_object_set(e, "model", path.c_str(), nullptr); });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+}
+
+TEST(SpeakerChangeElement, InvalidModelFileFailsTheStart) {
+  const std::string path = env("SPEAKERCHANGE_SAMPLE_RTTM");  // exists, but is no model
+  auto [ret, errors] =
+      try_start([&](GstElement* e) { g_object_set(e, "model", path.c_str(), nullptr); });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+}
+
+TEST(SpeakerChangeElement, CudaSettingsAreRefusedInACpuOnlyBuild) {
+  const std::vector<std::pair<const char*, const char*>> settings = {
+      {"engine", "cuda"}, {"device", "1"}, {"lstm-algorithm", "standard"}};
+  for (const auto& [name, value] : settings) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    auto [ret, errors] =
+        try_start([&](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), name, value); });
+    EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("CUDA"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("-Dcuda=enabled"), std::string::npos) << errors[0];
+  }
+}
+
+TEST(SpeakerChangeElement, StartsAndStopsWithoutData) {
+  for (int i = 0; i < 3; ++i) {
+    auto [ret, errors] = try_start([](GstElement* e) { g_object_set(e, "threads", 1, nullptr); });
+    EXPECT_EQ(ret, GST_STATE_CHANGE_SUCCESS);
+    EXPECT_TRUE(errors.empty());
+  }
+}
+
+TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {
+  GstElement* e = gst_element_factory_make("speakerchange", nullptr);
+  g_object_set(e, "step", 0.5, "latency", 3.0, "min-speech", 0.2, "min-silence", 1.0, "batch-size",
+               8, "threads", 2, nullptr);
+  gst_util_set_object_arg(G_OBJECT(e), "mode", "latency");
+  gst_util_set_object_arg(G_OBJECT(e), "engine", "cpu");
+  double step = 0, latency = 0, min_speech = 0, min_silence = 0;
+  int batch = 0, threads = 0, mode = 0, engine = 0;
+  gboolean graphs = FALSE, messages = FALSE, events = FALSE, compat = TRUE;
+  g_object_get(e, "step", &step, "latency", &latency, "min-speech", &min_speech, "min-silence",
+               &min_silence, "batch-size", &batch, "threads", &threads, "mode", &mode, "engine",
+               &engine, "cuda-graphs", &graphs, "post-messages", &messages, "emit-events", &events,
+               "compat-rstranscribe", &compat, nullptr);
+  EXPECT_EQ(step, 0.5);
+  EXPECT_EQ(latency, 3.0);
+  EXPECT_EQ(min_speech, 0.2);
+  EXPECT_EQ(min_silence, 1.0);
+  EXPECT_EQ(batch, 8);
+  EXPECT_EQ(threads, 2);
+  EXPECT_EQ(mode, GST_SPEAKER_CHANGE_MODE_LATENCY);
+  EXPECT_EQ(engine, GST_SPEAKER_CHANGE_ENGINE_CPU);
+  EXPECT_TRUE(graphs);
+  EXPECT_TRUE(messages);
+  EXPECT_TRUE(events);
+  EXPECT_FALSE(compat);
+  gst_object_unref(e);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gst_init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!gst_element_register(nullptr, "speakerchange", GST_RANK_NONE, GST_TYPE_SPEAKER_CHANGE))
+    return 1;
+  const int result = RUN_ALL_TESTS();
+  gst_deinit();
+  return result;
+}
