@@ -11,7 +11,8 @@ APT_PACKAGES=(
   libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libgtest-dev libgmock-dev
   python3 python3-venv python3-pip espeak-ng
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav python3-gi gir1.2-gstreamer-1.0
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
+  python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0 python3-numpy
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
