@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Speaker changes of any media file GStreamer can decode, as JSON lines.
 
   pipelines/speaker-changes.py RECORDING [--rttm OUT.rttm] [--latency 2] [--live] [element props...]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Soak test: hours of audio through a live, clock-synchronised speakerchange pipeline.
 
   /usr/bin/python3 scripts/soak.py [--minutes 120] [--report-every 60] [--json OUT.jsonl]

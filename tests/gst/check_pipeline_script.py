@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """pipelines/speaker-changes.py (the element in a real decoding pipeline) against `speakerseg
 changes` (the core on its own): the same recording must give the same changes, and the RTTM must
 be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy."""
