@@ -13,6 +13,9 @@
 
 #include "audio_file.h"
 #include "npy.h"
+#ifdef SPEAKERSEG_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#endif
 #include "segmentation_engine.h"
 #include "sliding_windows.h"
 #include "speaker_change_detector.h"
@@ -38,7 +41,14 @@ const char kUsage[] =
     "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
     "      --offline: final at the end, with all the right context there is).\n"
     "  speakerseg info   [--model M]\n"
-    "      what the loader found in the model file.\n"
+    "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
+    "\n"
+    "  logits, bench and changes also take the engine options\n"
+    "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
+    "    --device N               GPU index (CUDA engine)\n"
+    "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
+    "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
+    "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
     "\n"
     "  --model defaults to " SPEAKERSEG_DEFAULT_MODEL "\n";
 
@@ -66,7 +76,7 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) throw std::invalid_argument("no command given");
   a.command = argv[1];
-  const char* booleans[] = {"profile", "json", "offline"};
+  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs", "tf32"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
@@ -89,6 +99,55 @@ int positive(const Args& a, const char* name, int fallback) {
   return static_cast<int>(v);
 }
 
+// The engine --engine asks for; `max_batch` is the largest batch the command will run.
+std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
+                                                std::shared_ptr<const SegmentationModel> model,
+                                                int max_batch) {
+  const std::string engine = a.get("engine", "auto");
+  if (engine != "cpu" && engine != "cuda" && engine != "auto")
+    throw std::invalid_argument("--engine takes cpu, cuda or auto, got '" + engine + "'");
+  const bool cuda_options =
+      a.flag("device") || a.flag("lstm-algorithm") || a.flag("no-cuda-graphs") || a.flag("tf32");
+#ifdef SPEAKERSEG_HAVE_CUDA
+  CudaEngineOptions options;
+  if (a.flag("lstm-algorithm") &&
+      !parse_lstm_algorithm(a.get("lstm-algorithm"), &options.lstm_algorithm))
+    throw std::invalid_argument(
+        "--lstm-algorithm takes standard, persist-static-small-h, persist-dynamic or auto");
+  const double device = a.number("device", 0);
+  if (device < 0 || device != std::floor(device))
+    throw std::invalid_argument("--device must be a GPU index (0, 1, ...)");
+  bool use_cuda = engine == "cuda";
+  if (engine == "auto") {
+    std::string why;
+    use_cuda = cuda_device_count(&why) > 0;
+    if (!use_cuda)
+      std::fprintf(stderr, "speakerseg: no CUDA device found (%s): using the CPU engine\n",
+                   why.c_str());
+  }
+  if (use_cuda) {
+    options.device = static_cast<int>(device);
+    options.cuda_graphs = !a.flag("no-cuda-graphs");
+    options.tf32 = a.flag("tf32");
+    options.max_batch = max_batch;
+    return make_cuda_engine(std::move(model), options);
+  }
+#else
+  (void)max_batch;  // the CPU engine takes any batch
+  if (engine == "cuda")
+    throw std::runtime_error(
+        "--engine cuda: this build has no CUDA engine (rebuild with -Dcuda=enabled on a machine "
+        "with the CUDA toolkit and cuDNN 9)");
+  if (engine == "auto")
+    std::fprintf(stderr, "speakerseg: this build has no CUDA engine: using the CPU engine\n");
+#endif
+  if (cuda_options)
+    std::fprintf(stderr,
+                 "speakerseg: --device, --lstm-algorithm, --no-cuda-graphs and --tf32 only apply "
+                 "to the CUDA engine: ignored\n");
+  return make_cpu_engine(std::move(model), {a.flag("threads") ? positive(a, "threads", 1) : 0});
+}
+
 int cmd_info(const Args& a) {
   auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
   std::printf(
@@ -97,6 +156,9 @@ int cmd_info(const Args& a) {
       model->source.c_str(), model->parameter_count(),
       model->sinc_computed_from_band_edges ? "computed from low_hz_/band_hz_" : "folded constant",
       kWindowSamples, frames_for_samples(kWindowSamples), kClasses);
+#ifdef SPEAKERSEG_HAVE_CUDA
+  std::printf("%s", cuda_environment().c_str());
+#endif
   return 0;
 }
 
@@ -108,8 +170,7 @@ int cmd_logits(const Args& a) {
   if (!(step_s > 0)) throw std::invalid_argument("--step must be positive");
   const int batch = positive(a, "batch", 32);
   auto engine =
-      make_cpu_engine(SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)),
-                      {a.flag("threads") ? positive(a, "threads", 1) : 0});
+      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
   const std::vector<float> audio = read_mono_16k(input);
   const int step = static_cast<int>(std::lround(step_s * kSampleRate));
   const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, step);
@@ -156,12 +217,11 @@ int cmd_changes(const Args& a) {
   settings.onset = a.number("onset", settings.onset);
   settings.match_threshold = a.number("match-threshold", settings.match_threshold);
   settings.switch_margin = a.number("switch-margin", settings.switch_margin);
-  const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
-  auto engine = make_cpu_engine(
-      SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
+  const int batch = positive(a, "batch", a.flag("offline") ? 32 : 1);
+  auto engine =
+      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
   const std::vector<float> audio = read_mono_16k(input);
-  SpeakerChangeDetector detector(*engine, settings,
-                                 positive(a, "batch", a.flag("offline") ? 32 : 1));
+  SpeakerChangeDetector detector(*engine, settings, batch);
   std::vector<SpeakerChange> changes;
   // Fed in 20 ms buffers, as a live source would.
   const size_t chunk = kSampleRate / 50;
@@ -203,10 +263,9 @@ int cmd_changes(const Args& a) {
 
 int cmd_bench(const Args& a) {
   const int batch = positive(a, "batch", 1);
-  const int threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
   const double seconds = a.number("seconds", 3.0);
-  auto engine = make_cpu_engine(
-      SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), {threads});
+  auto engine =
+      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
   // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
   // at 1 s steps through the file, repeated to fill the batch.
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
@@ -235,16 +294,19 @@ int cmd_bench(const Args& a) {
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
+  const double p99 = sorted[std::min(sorted.size() - 1, sorted.size() * 99 / 100)];
   const double wps = batch / median;
   if (a.flag("json")) {
     std::printf(
         "{\"engine\": \"%s\", \"batch\": %d, \"runs\": %zu, \"median_ms\": %.4f, "
-        "\"windows_per_s\": %.3f",
-        engine->description().c_str(), batch, times.size(), median * 1e3, wps);
+        "\"p99_ms\": %.4f, \"windows_per_s\": %.3f",
+        engine->description().c_str(), batch, times.size(), median * 1e3, p99 * 1e3, wps);
   } else {
-    std::printf("%s  batch %d  %zu runs  median %.2f ms/batch  %.1f windows/s  (%.2f ms/window)\n",
-                engine->description().c_str(), batch, times.size(), median * 1e3, wps,
-                median * 1e3 / batch);
+    std::printf(
+        "%s  batch %d  %zu runs  median %.2f ms/batch  p99 %.2f ms  %.1f windows/s  (%.2f "
+        "ms/window)\n",
+        engine->description().c_str(), batch, times.size(), median * 1e3, p99 * 1e3, wps,
+        median * 1e3 / batch);
   }
   if (a.flag("profile")) {
     const auto total = engine->stage_seconds();

@@ -105,6 +105,7 @@
  */
 
 #include "gstspeakerchange.h"
+#include "speakerchange-result.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -123,6 +124,9 @@
 #include "speaker_change_detector.h"
 #include "stream_settings.h"
 #include "window_buffer.h"
+#ifdef SPEAKERSEG_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#endif
 
 #ifndef SPEAKERCHANGE_DEFAULT_MODEL
 #define SPEAKERCHANGE_DEFAULT_MODEL "segmentation-3.0.onnx"
@@ -133,8 +137,12 @@ GST_DEBUG_CATEGORY_STATIC(gst_speaker_change_debug);
 
 namespace {
 
-// This build's engines. The CUDA engine is not part of core/ yet.
+// This build's engines: core_dep defines SPEAKERSEG_HAVE_CUDA where core/cuda was built.
+#ifdef SPEAKERSEG_HAVE_CUDA
+constexpr bool kHaveCudaEngine = true;
+#else
 constexpr bool kHaveCudaEngine = false;
+#endif
 constexpr const char* kNoCuda =
     "this build has no CUDA engine: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit";
 
@@ -302,21 +310,18 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
     stream_time = gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME, timestamp);
   }
 
-  GValue active = G_VALUE_INIT;
-  g_value_init(&active, GST_TYPE_ARRAY);
-  for (const auto& name : c.active) {
-    GValue v = G_VALUE_INIT;
-    g_value_init(&v, G_TYPE_STRING);
-    g_value_set_string(&v, name.c_str());
-    gst_value_array_append_and_take_value(&active, &v);
-  }
-  GstStructure* st = gst_structure_new(
-      "speaker-change", "timestamp", G_TYPE_UINT64, timestamp, "running-time", G_TYPE_UINT64,
-      running_time, "stream-time", G_TYPE_UINT64, stream_time, "speaker", G_TYPE_STRING,
-      c.speaker.c_str(), "previous-speaker", G_TYPE_STRING, c.previous.c_str(), nullptr);
-  gst_structure_take_value(st, "active-speakers", &active);
-  gst_structure_set(st, "confidence", G_TYPE_DOUBLE, c.confidence, "delay", G_TYPE_UINT64,
-                    samples_to_duration(c.announced_sample - c.sample), nullptr);
+  GstSpeakerChangeResult r{};
+  r.timestamp = timestamp;
+  r.running_time = running_time;
+  r.stream_time = stream_time;
+  r.delay = samples_to_duration(c.announced_sample - c.sample);
+  r.speaker = g_strdup(c.speaker.c_str());
+  r.previous_speaker = g_strdup(c.previous.c_str());
+  r.active_speakers = g_new0(gchar*, c.active.size() + 1);
+  for (size_t i = 0; i < c.active.size(); i++) r.active_speakers[i] = g_strdup(c.active[i].c_str());
+  r.confidence = c.confidence;
+  GstStructure* st = gst_speaker_change_result_new_structure(&r);
+  gst_speaker_change_result_clear(&r);
 
   GST_OBJECT_LOCK(self);
   const bool post = self->settings->post_messages;
@@ -522,14 +527,64 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
                          p.model.c_str()));
     return FALSE;
   }
-  try {
-    speakerseg::CpuEngineOptions options;
-    options.threads = p.threads;
-    s->engine = speakerseg::make_cpu_engine(model, options);
-  } catch (const std::exception& e) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Could not create the CPU engine: %s", e.what()),
-                      (nullptr));
-    return FALSE;
+  // engine=cuda, or engine=auto with a GPU present, takes the CUDA engine where the build has it.
+  bool use_cuda = false;
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
+    use_cuda = true;
+  } else if (p.engine == GST_SPEAKER_CHANGE_ENGINE_AUTO) {
+    std::string why;
+    use_cuda = speakerseg::cuda_device_count(&why) > 0;
+    if (!use_cuda)
+      GST_INFO_OBJECT(self, "no CUDA device found (%s): using the CPU engine", why.c_str());
+  }
+  if (use_cuda) {
+    try {
+      speakerseg::CudaEngineOptions options;
+      options.device = p.device;
+      switch (p.lstm_algorithm) {
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kStandard;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistStaticSmallH;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistDynamic;
+          break;
+        default:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kAuto;
+      }
+      options.cuda_graphs = p.cuda_graphs;
+      // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so
+      // it plans for the full batch like throughput mode. The engine takes that memory now.
+      options.max_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
+      options.warn = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
+      s->engine = speakerseg::make_cuda_engine(model, options);
+    } catch (const std::exception& e) {
+      if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                          ("Could not create the CUDA engine: %s", e.what()),
+                          ("engine=cuda, device=%d", p.device));
+        return FALSE;
+      }
+      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                          ("Could not create the CUDA engine, using the CPU engine: %s", e.what()),
+                          ("engine=auto, device=%d", p.device));
+      use_cuda = false;
+    }
+  }
+#endif
+  if (!use_cuda) {
+    try {
+      speakerseg::CpuEngineOptions options;
+      options.threads = p.threads;
+      s->engine = speakerseg::make_cpu_engine(model, options);
+    } catch (const std::exception& e) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Could not create the CPU engine: %s", e.what()),
+                        (nullptr));
+      return FALSE;
+    }
   }
   GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
 
@@ -832,7 +887,9 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
    */
   g_object_class_install_property(
       gobject_class, PROP_ENGINE,
-      g_param_spec_enum("engine", "Engine", "Inference engine (this build: CPU only)",
+      g_param_spec_enum("engine", "Engine",
+                        kHaveCudaEngine ? "Inference engine (this build: CPU and CUDA)"
+                                        : "Inference engine (this build: CPU only)",
                         GST_TYPE_SPEAKER_CHANGE_ENGINE, GST_SPEAKER_CHANGE_ENGINE_AUTO,
                         kReadyFlags));
   /**
@@ -910,8 +967,10 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
   g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_int("device", "Device",
-                       "GPU index for the CUDA engine (must be 0 in a CPU-only build)", 0, 64, 0,
-                       kReadyFlags));
+                       kHaveCudaEngine
+                           ? "GPU index for the CUDA engine"
+                           : "GPU index for the CUDA engine (must be 0 in a CPU-only build)",
+                       0, 64, 0, kReadyFlags));
   /**
    * GstSpeakerChange:lstm-algorithm:
    *

@@ -5,6 +5,10 @@
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
+#ifdef SPEAKERSEG_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -793,6 +797,9 @@ TEST(SpeakerChangeElement, InvalidModelFileFailsTheStart) {
 }
 
 TEST(SpeakerChangeElement, CudaSettingsAreRefusedInACpuOnlyBuild) {
+#ifdef SPEAKERSEG_HAVE_CUDA
+  GTEST_SKIP() << "this build has the CUDA engine (CudaEngineWithoutADeviceFailsClearly covers it)";
+#endif
   const std::vector<std::pair<const char*, const char*>> settings = {
       {"engine", "cuda"}, {"device", "1"}, {"lstm-algorithm", "standard"}};
   for (const auto& [name, value] : settings) {
@@ -805,6 +812,23 @@ TEST(SpeakerChangeElement, CudaSettingsAreRefusedInACpuOnlyBuild) {
     EXPECT_NE(errors[0].find("-Dcuda=enabled"), std::string::npos) << errors[0];
   }
 }
+
+#ifdef SPEAKERSEG_HAVE_CUDA
+TEST(SpeakerChangeElement, CudaEngineWithoutADeviceFailsClearly) {
+  std::string why;
+  if (speakerseg::cuda_device_count(&why) > 0) GTEST_SKIP() << "a CUDA device is present";
+  auto [ret, errors] =
+      try_start([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "engine", "cuda"); });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("no CUDA device"), std::string::npos) << errors[0];
+  // engine=auto falls back to the CPU engine and starts.
+  auto [auto_ret, auto_errors] =
+      try_start([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "engine", "auto"); });
+  EXPECT_EQ(auto_ret, GST_STATE_CHANGE_SUCCESS);
+  EXPECT_TRUE(auto_errors.empty());
+}
+#endif
 
 TEST(SpeakerChangeElement, StartsAndStopsWithoutData) {
   for (int i = 0; i < 3; ++i) {

@@ -1,0 +1,953 @@
+// The CUDA engine's host side: cuBLAS products, the cuDNN RNN, CUDA graphs, device memory. Plain
+// C++ compiled by the host compiler; only cuda_kernels.cu goes through nvcc.
+//
+// Per forward pass (docs/gpu.md has the whole story):
+//   upload -> waveform instance norm -> SincNet as im2col (symmetric pairs) + two SGEMMs, in row
+//   chunks -> |.| + max-pool -> instance norm + LeakyReLU -> conv1 as five tap SGEMMs -> pool +
+//   norm -> conv2 likewise -> one 4-layer bidirectional cuDNN LSTM -> head SGEMMs -> bias +
+//   log-softmax -> download.
+// Every (batch, samples) shape gets a Plan: its cuDNN descriptors, its RNN algorithm, its buffer
+// offsets in one device arena and, after a first eager run, its captured CUDA graph.
+#include "cuda_engine.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "cuda_kernels.h"
+
+namespace speakerseg {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Errors: every CUDA, cuBLAS and cuDNN status becomes an EngineError that names the call.
+
+std::string cuda_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  throw EngineError("CUDA engine: " + what);
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so that the engine stays usable
+    fail(std::string("out of device memory (") + what + ")");
+  }
+  fail(std::string(what) + " failed: " + cuda_text(e));
+}
+
+void check(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  if (s == CUBLAS_STATUS_ALLOC_FAILED)
+    fail(std::string("out of device memory (cuBLAS ") + what + ")");
+  fail(std::string("cuBLAS ") + what + " failed: " + cublasGetStatusName(s) + " (" +
+       cublasGetStatusString(s) + ")");
+}
+
+std::string cudnn_text(cudnnStatus_t s) {
+  std::string text = cudnnGetErrorString(s);
+  char detail[512] = {0};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  if (detail[0]) text += std::string(": ") + detail;
+  return text;
+}
+
+void check(cudnnStatus_t s, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  if (s == CUDNN_STATUS_ALLOC_FAILED)
+    fail(std::string("out of device memory (cuDNN ") + what + ")");
+  fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
+}
+
+std::string mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kSide = (kSincKernel - 1) / 2;  // 125
+constexpr int kHalf = kSincFilters / 2;       // 40 cosine filters, then 40 sine filters
+constexpr int kWeightLd = 128;                // padded rows of the two SincNet weight matrices
+// Rows of the SincNet im2col matrix per product: bounds its scratch (256 floats a row, 96 MiB)
+// whatever the batch. A multiple of 3 so that no pooling triple straddles two chunks.
+constexpr int kSincChunkRows = 3 * 32768;
+constexpr size_t kCublasWorkspace = 32u << 20;  // what cuBLAS asks for on Hopper
+// ONNX gate order is i, o, f, c; cuDNN's linLayerID order is i, f, c, o: slot s takes ONNX gate
+// kOnnxGate[s] (linLayerID s for the input matrix, s + 4 for the recurrent one).
+constexpr int kOnnxGate[4] = {0, 2, 3, 1};
+constexpr int kMinComputeCapability = 75;  // the oldest architecture meson.build compiles for
+
+enum Stage {
+  kUpload,
+  kWaveNorm,
+  kSinc,
+  kNorm0,
+  kConv1,
+  kNorm1,
+  kConv2,
+  kNorm2,
+  kLstm,
+  kHead,
+  kDownload,
+  kGraph,
+  kStages
+};
+const char* const kStageNames[kStages] = {"upload", "wave-norm",   "sinc+pool", "norm0",
+                                          "conv1",  "pool1+norm1", "conv2",     "pool2+norm2",
+                                          "lstm",   "head",        "download",  "graph"};
+
+cudnnRNNAlgo_t cudnn_algo(LstmAlgorithm a) {
+  switch (a) {
+    case LstmAlgorithm::kPersistStaticSmallH:
+      return CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
+    case LstmAlgorithm::kPersistDynamic:
+      return CUDNN_RNN_ALGO_PERSIST_DYNAMIC;
+    default:
+      return CUDNN_RNN_ALGO_STANDARD;
+  }
+}
+
+// Device parameters, one allocation; offsets in floats.
+struct ParamLayout {
+  size_t sinc_even, sinc_odd, conv[2], norm_scale[3], norm_bias[3], head_w[3], head_b[3], total;
+};
+
+// Where one shape's buffers sit in the arena; offsets in bytes, each 256-aligned.
+struct Layout {
+  size_t wave, scratch, pool0, pool1, features, lstm_out, logprobs, rnn_work, seq_lengths, total;
+};
+
+struct Plan {
+  int batch = 0, samples = 0;
+  StageLengths len{};
+  int sinc_chunk = 0;  // im2col rows per SincNet product
+  LstmAlgorithm algorithm = LstmAlgorithm::kStandard;
+  cudnnRNNDescriptor_t rnn = nullptr;      // shared per algorithm, or own_rnn
+  cudnnRNNDescriptor_t own_rnn = nullptr;  // persist-dynamic: built for this batch size
+  const void* weights = nullptr;           // the weight space rnn reads
+  size_t weight_bytes = 0;
+  size_t rnn_work = 0;
+  cudnnRNNDataDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnTensorDescriptor_t h_desc = nullptr;
+  Layout layout{};
+  bool seq_uploaded = false;  // for the arena the graph was captured in
+  cudaGraphExec_t graph = nullptr;
+  bool graph_failed = false;  // capture failed once: stay eager
+};
+
+class CudaEngine final : public SegmentationEngine {
+ public:
+  CudaEngine(std::shared_ptr<const SegmentationModel> model, const CudaEngineOptions& options)
+      : model_(std::move(model)), options_(options) {
+    if (options_.max_batch < 1)
+      fail("max_batch must be at least 1, got " + std::to_string(options_.max_batch));
+    if (!options_.warn)
+      options_.warn = [](const std::string& m) {
+        std::fprintf(stderr, "speakerseg: warning: %s\n", m.c_str());
+      };
+    std::string why;
+    const int count = cuda_device_count(&why);
+    if (count == 0) throw EngineError("no CUDA device found: " + why);
+    if (options_.device < 0 || options_.device >= count)
+      fail("CUDA device " + std::to_string(options_.device) + " does not exist (" +
+           std::to_string(count) + " device" + (count > 1 ? "s" : "") + " found)");
+    try {
+      init();
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudaEngine() override { release(); }
+
+  std::string description() const override {
+    return std::string("cuda (") + device_name_ + ", device " + std::to_string(options_.device) +
+           ", cuDNN " + cudnn_version_ + ", lstm " + lstm_algorithm_name(options_.lstm_algorithm) +
+           (options_.cuda_graphs ? ", graphs" : ", no graphs") +
+           (options_.tf32 ? ", tf32" : ", fp32") + ")";
+  }
+
+  std::vector<std::pair<std::string, double>> stage_seconds() const override {
+    std::vector<std::pair<std::string, double>> out;
+    for (int s = 0; s < kStages; ++s) out.emplace_back(kStageNames[s], seconds_[s]);
+    return out;
+  }
+
+  void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
+    if (batch > options_.max_batch)
+      throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
+                        "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
+    const StageLengths len = stage_lengths(samples);
+    if (len.frames < 1)
+      throw EngineError("a window of " + std::to_string(samples) +
+                        " samples is too short: segmentation-3.0 needs at least " +
+                        std::to_string(min_samples()) + " samples (" +
+                        std::to_string(min_samples() * 1000 / kSampleRate) + " ms)");
+    if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
+    // The calling thread may not be the one that built the engine (AsyncSegmenter's worker).
+    check(cudaSetDevice(options_.device), "cudaSetDevice");
+    try {
+      run(audio, batch, samples, logprobs);
+    } catch (const EngineError& e) {
+      // A failed launch or a fault poisons the context; later calls say so instead of guessing.
+      const cudaError_t sticky = cudaDeviceSynchronize();
+      if (sticky != cudaSuccess && sticky != cudaErrorMemoryAllocation) {
+        broken_ = true;
+        broken_reason_ = e.what();
+      }
+      throw;
+    }
+  }
+
+ private:
+  static int min_samples() {
+    int s = kSincKernel;
+    while (frames_for_samples(s) < 1) s += kSincStride;
+    return s;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Setup
+
+  void init() {
+    check(cudaSetDevice(options_.device), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, options_.device), "cudaGetDeviceProperties");
+    device_name_ = prop.name;
+    const int cc = prop.major * 10 + prop.minor;
+    if (cc < kMinComputeCapability)
+      fail(std::string(prop.name) + " has compute capability " + std::to_string(prop.major) + "." +
+           std::to_string(prop.minor) + "; this build needs 7.5 or newer");
+    const size_t v = cudnnGetVersion();
+    cudnn_version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                     std::to_string(v % 100);
+    if (v / 10000 < 9) fail("cuDNN " + cudnn_version_ + " was loaded; the engine needs cuDNN 9");
+
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    check(cudaMalloc(&cublas_workspace_, kCublasWorkspace), "cuBLAS workspace");
+    // A workspace of our own: cuBLAS must not allocate while a graph is being captured.
+    check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace), "cublasSetWorkspace");
+    check(cublasSetMathMode(cublas_,
+                            options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+          "cublasSetMathMode");
+    check(cudnnCreate(&cudnn_), "cudnnCreate");
+    check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
+    check(cudnnCreateDropoutDescriptor(&dropout_), "cudnnCreateDropoutDescriptor");
+    // Dropout 0 needs no random states.
+    check(cudnnSetDropoutDescriptor(dropout_, cudnn_, 0.f, nullptr, 0, 0),
+          "cudnnSetDropoutDescriptor");
+
+    upload_parameters();
+    // The weight layout every descriptor of this configuration should share.
+    cudnnRNNDescriptor_t standard = rnn_descriptor(LstmAlgorithm::kStandard);
+    check(cudnnGetRNNWeightSpaceSize(cudnn_, standard, &weight_bytes_),
+          "cudnnGetRNNWeightSpaceSize");
+    check(cudaMalloc(&weight_space_, weight_bytes_), "cuDNN RNN weight space");
+    weight_offsets_ = weight_layout(standard, weight_space_, weight_bytes_);
+    pack_weights(weight_offsets_, weight_space_, weight_bytes_);
+
+    // Plan (and take the memory for) the largest batch of full windows now, so that a GPU too
+    // small for it, or an algorithm that cannot run, shows up when the engine is made.
+    plan_for(options_.max_batch, kWindowSamples);
+  }
+
+  void release() noexcept {
+    if (options_.device >= 0) cudaSetDevice(options_.device);
+    if (stream_) cudaStreamSynchronize(stream_);
+    for (auto& p : plans_) destroy_plan(*p.second);
+    plans_.clear();
+    for (auto& d : rnn_) {
+      if (d) cudnnDestroyRNNDescriptor(d);
+      d = nullptr;
+    }
+    for (void* p : {arena_, params_, weight_space_, cublas_workspace_})
+      if (p) cudaFree(p);
+    arena_ = params_ = weight_space_ = cublas_workspace_ = nullptr;
+    for (void* p : own_weight_spaces_) cudaFree(p);
+    own_weight_spaces_.clear();
+    if (dropout_) cudnnDestroyDropoutDescriptor(dropout_);
+    if (cudnn_) cudnnDestroy(cudnn_);
+    if (cublas_) cublasDestroy(cublas_);
+    for (auto& e : events_)
+      if (e) cudaEventDestroy(e);
+    if (stream_) cudaStreamDestroy(stream_);
+    dropout_ = nullptr;
+    cudnn_ = nullptr;
+    cublas_ = nullptr;
+    stream_ = nullptr;
+    events_ = {};
+    cudaGetLastError();
+  }
+
+  static void destroy_plan(Plan& p) noexcept {
+    if (p.graph) cudaGraphExecDestroy(p.graph);
+    if (p.own_rnn) cudnnDestroyRNNDescriptor(p.own_rnn);
+    if (p.x_desc) cudnnDestroyRNNDataDescriptor(p.x_desc);
+    if (p.y_desc) cudnnDestroyRNNDataDescriptor(p.y_desc);
+    if (p.h_desc) cudnnDestroyTensorDescriptor(p.h_desc);
+    p = Plan{};
+  }
+
+  void upload_parameters() {
+    const SegmentationModel& m = *model_;
+    ParamLayout& L = param_layout_;
+    size_t cursor = 0;
+    auto take = [&](size_t n) {
+      const size_t here = cursor;
+      cursor += (n + 63) / 64 * 64;  // 256-byte alignment for cuBLAS
+      return here;
+    };
+    L.sinc_even = take(static_cast<size_t>(kHalf) * kWeightLd);
+    L.sinc_odd = take(static_cast<size_t>(kHalf) * kWeightLd);
+    for (int i = 0; i < 2; ++i) L.conv[i] = take(m.conv_weight[i].size());
+    for (int s = 0; s < 3; ++s) {
+      L.norm_scale[s] = take(m.norm_scale[s].size());
+      L.norm_bias[s] = take(m.norm_bias[s].size());
+    }
+    for (int i = 0; i < 3; ++i) {
+      L.head_w[i] = take(m.head_weight[i].size());
+      L.head_b[i] = take(m.head_bias[i].size());
+    }
+    L.total = cursor;
+
+    std::vector<float> host(L.total, 0.f);
+    // The filters are symmetric (cosine half) and antisymmetric (sine half) about the centre tap:
+    // the products take pre-added / pre-subtracted sample pairs, half the multiply-adds.
+    for (int f = 0; f < kHalf; ++f) {
+      const float* e = &m.sinc_filters[static_cast<size_t>(f) * kSincKernel];
+      const float* o = &m.sinc_filters[static_cast<size_t>(f + kHalf) * kSincKernel];
+      std::copy(e, e + kSide + 1, &host[L.sinc_even + static_cast<size_t>(f) * kWeightLd]);
+      std::copy(o, o + kSide, &host[L.sinc_odd + static_cast<size_t>(f) * kWeightLd]);
+    }
+    auto put = [&](size_t off, const std::vector<float>& v) {
+      std::copy(v.begin(), v.end(), &host[off]);
+    };
+    for (int i = 0; i < 2; ++i) put(L.conv[i], m.conv_weight[i]);
+    for (int s = 0; s < 3; ++s) {
+      put(L.norm_scale[s], m.norm_scale[s]);
+      put(L.norm_bias[s], m.norm_bias[s]);
+    }
+    for (int i = 0; i < 3; ++i) {
+      put(L.head_w[i], m.head_weight[i]);
+      put(L.head_b[i], m.head_bias[i]);
+    }
+    check(cudaMalloc(&params_, L.total * sizeof(float)), "model parameters");
+    check(cudaMemcpy(params_, host.data(), L.total * sizeof(float), cudaMemcpyHostToDevice),
+          "uploading the model parameters");
+  }
+
+  const float* param(size_t offset) const { return static_cast<const float*>(params_) + offset; }
+
+  cudnnRNNDescriptor_t new_rnn_descriptor(LstmAlgorithm a) {
+    cudnnRNNDescriptor_t d = nullptr;
+    check(cudnnCreateRNNDescriptor(&d), "cudnnCreateRNNDescriptor");
+    const cudnnStatus_t s = cudnnSetRNNDescriptor_v8(
+        d, cudnn_algo(a), CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_BIDIRECTIONAL,
+        CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+        options_.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH, kConvChannels, kLstmHidden,
+        kLstmHidden, kLstmLayers, dropout_, CUDNN_RNN_PADDED_IO_ENABLED);
+    if (s != CUDNN_STATUS_SUCCESS) {
+      cudnnDestroyRNNDescriptor(d);
+      check(s, "cudnnSetRNNDescriptor_v8");
+    }
+    return d;
+  }
+
+  // Standard and persist-static-small-h serve every batch size with one descriptor each.
+  cudnnRNNDescriptor_t rnn_descriptor(LstmAlgorithm a) {
+    cudnnRNNDescriptor_t& d = rnn_[static_cast<int>(a)];
+    if (!d) d = new_rnn_descriptor(a);
+    return d;
+  }
+
+  // Byte offsets of every matrix and bias cuDNN expects, in (pseudo-layer, linLayerID) order.
+  std::vector<size_t> weight_layout(cudnnRNNDescriptor_t rnn, const void* space, size_t bytes) {
+    cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
+    check(cudnnCreateTensorDescriptor(&m_desc), "cudnnCreateTensorDescriptor");
+    check(cudnnCreateTensorDescriptor(&b_desc), "cudnnCreateTensorDescriptor");
+    std::vector<size_t> offsets;
+    try {
+      for (int layer = 0; layer < kLstmLayers; ++layer)
+        for (int dir = 0; dir < 2; ++dir)
+          for (int lin = 0; lin < 8; ++lin) {
+            void* m_addr = nullptr;
+            void* b_addr = nullptr;
+            check(cudnnGetRNNWeightParams(cudnn_, rnn, 2 * layer + dir, bytes, space, lin, m_desc,
+                                          &m_addr, b_desc, &b_addr),
+                  "cudnnGetRNNWeightParams");
+            const int in = lin < 4 ? model_->lstm[layer].input_size : kLstmHidden;
+            if (!m_addr || !b_addr || elements(m_desc) != static_cast<size_t>(kLstmHidden) * in ||
+                elements(b_desc) != static_cast<size_t>(kLstmHidden))
+              fail("cuDNN's RNN weight layout is not the expected one (layer " +
+                   std::to_string(layer) + ", direction " + std::to_string(dir) + ", matrix " +
+                   std::to_string(lin) + ")");
+            offsets.push_back(
+                static_cast<size_t>(static_cast<char*>(m_addr) - static_cast<const char*>(space)));
+            offsets.push_back(
+                static_cast<size_t>(static_cast<char*>(b_addr) - static_cast<const char*>(space)));
+          }
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(m_desc);
+      cudnnDestroyTensorDescriptor(b_desc);
+      throw;
+    }
+    cudnnDestroyTensorDescriptor(m_desc);
+    cudnnDestroyTensorDescriptor(b_desc);
+    return offsets;
+  }
+
+  static size_t elements(cudnnTensorDescriptor_t d) {
+    cudnnDataType_t type;
+    int dims[8] = {0}, strides[8] = {0}, n = 0;
+    if (cudnnGetTensorNdDescriptor(d, 8, &type, &n, dims, strides) != CUDNN_STATUS_SUCCESS)
+      return 0;
+    size_t total = 1;
+    for (int i = 0; i < n; ++i) total *= static_cast<size_t>(dims[i]);
+    return total;
+  }
+
+  // The model folded Wb + Rb into one bias: it goes in the input-bias slot, zero in the recurrent.
+  void pack_weights(const std::vector<size_t>& offsets, void* space, size_t bytes) {
+    std::vector<char> host(bytes, 0);
+    size_t k = 0;
+    for (int layer = 0; layer < kLstmLayers; ++layer) {
+      const LstmLayerWeights& w = model_->lstm[layer];
+      for (int dir = 0; dir < 2; ++dir)
+        for (int lin = 0; lin < 8; ++lin) {
+          const size_t gate_row = static_cast<size_t>(dir) * kLstmGates +
+                                  static_cast<size_t>(kOnnxGate[lin % 4]) * kLstmHidden;
+          const float* matrix =
+              lin < 4 ? &w.w[gate_row * w.input_size] : &w.r[gate_row * kLstmHidden];
+          const size_t count =
+              static_cast<size_t>(kLstmHidden) * (lin < 4 ? w.input_size : kLstmHidden);
+          std::memcpy(&host[offsets[k++]], matrix, count * sizeof(float));
+          if (lin < 4)
+            std::memcpy(&host[offsets[k]], &w.bias[gate_row], kLstmHidden * sizeof(float));
+          ++k;  // recurrent bias: stays zero
+        }
+    }
+    check(cudaMemcpy(space, host.data(), bytes, cudaMemcpyHostToDevice),
+          "uploading the LSTM weights");
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Plans
+
+  LstmAlgorithm auto_choice(int batch) const {
+    if (batch == 1) return LstmAlgorithm::kPersistDynamic;
+    if (batch <= 64) return LstmAlgorithm::kPersistStaticSmallH;
+    return LstmAlgorithm::kStandard;
+  }
+
+  Plan& plan_for(int batch, int samples) {
+    auto it = plans_.find({batch, samples});
+    if (it != plans_.end()) return *it->second;
+    auto plan = std::make_unique<Plan>();
+    Plan& p = *plan;
+    try {
+      p.batch = batch;
+      p.samples = samples;
+      p.len = stage_lengths(samples);
+      p.sinc_chunk = static_cast<int>(
+          std::min<int64_t>(static_cast<int64_t>(batch) * p.len.pool0 * kPool, kSincChunkRows));
+      make_data_descriptors(p);
+
+      const LstmAlgorithm wanted = options_.lstm_algorithm == LstmAlgorithm::kAuto
+                                       ? auto_choice(batch)
+                                       : options_.lstm_algorithm;
+      try {
+        setup_rnn(p, wanted);
+        place(p);
+        if (options_.lstm_algorithm == LstmAlgorithm::kAuto && wanted != LstmAlgorithm::kStandard)
+          probe_rnn(p);
+      } catch (const EngineError& e) {
+        if (options_.lstm_algorithm != LstmAlgorithm::kAuto) throw;
+        options_.warn(std::string(e.what()) + "; batch " + std::to_string(batch) +
+                      " falls back to lstm-algorithm standard");
+        release_rnn(p);
+        setup_rnn(p, LstmAlgorithm::kStandard);
+        place(p);
+      }
+    } catch (...) {
+      destroy_plan(p);
+      throw;
+    }
+    return *plans_.emplace(std::make_pair(batch, samples), std::move(plan)).first->second;
+  }
+
+  void make_data_descriptors(Plan& p) {
+    const int T = p.len.frames, B = p.batch;
+    const std::vector<int> lengths(B, T);
+    check(cudnnCreateRNNDataDescriptor(&p.x_desc), "cudnnCreateRNNDataDescriptor");
+    check(cudnnCreateRNNDataDescriptor(&p.y_desc), "cudnnCreateRNNDataDescriptor");
+    check(cudnnSetRNNDataDescriptor(p.x_desc, CUDNN_DATA_FLOAT,
+                                    CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, T, B, kConvChannels,
+                                    lengths.data(), nullptr),
+          "cudnnSetRNNDataDescriptor (input)");
+    check(cudnnSetRNNDataDescriptor(p.y_desc, CUDNN_DATA_FLOAT,
+                                    CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, T, B, kLstmOutput,
+                                    lengths.data(), nullptr),
+          "cudnnSetRNNDataDescriptor (output)");
+    check(cudnnCreateTensorDescriptor(&p.h_desc), "cudnnCreateTensorDescriptor");
+    const int dims[3] = {2 * kLstmLayers, B, kLstmHidden};
+    const int strides[3] = {B * kLstmHidden, kLstmHidden, 1};
+    check(cudnnSetTensorNdDescriptor(p.h_desc, CUDNN_DATA_FLOAT, 3, dims, strides),
+          "cudnnSetTensorNdDescriptor (LSTM states)");
+  }
+
+  void release_rnn(Plan& p) noexcept {
+    if (p.own_rnn) cudnnDestroyRNNDescriptor(p.own_rnn);
+    p.own_rnn = p.rnn = nullptr;
+    p.weights = nullptr;
+  }
+
+  void setup_rnn(Plan& p, LstmAlgorithm a) {
+    p.algorithm = a;
+    if (a == LstmAlgorithm::kPersistDynamic) {
+      p.own_rnn = p.rnn = new_rnn_descriptor(a);
+      // Compiles the persistent kernel for this batch size with NVRTC (seconds, once per size).
+      const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, p.rnn, p.batch);
+      if (s != CUDNN_STATUS_SUCCESS)
+        fail("lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
+             std::to_string(p.batch) + " failed: " + cudnn_text(s) +
+             " (cuDNN compiles this kernel at run time with NVRTC: libnvrtc must be on the "
+             "library path; lstm-algorithm standard needs no NVRTC)");
+    } else {
+      p.rnn = rnn_descriptor(a);
+    }
+    size_t bytes = 0;
+    check(cudnnGetRNNWeightSpaceSize(cudnn_, p.rnn, &bytes), "cudnnGetRNNWeightSpaceSize");
+    p.weights = weight_space_;
+    p.weight_bytes = weight_bytes_;
+    if (bytes != weight_bytes_ || weight_layout(p.rnn, weight_space_, bytes) != weight_offsets_) {
+      // cuDNN does not promise one layout for every algorithm: a second copy costs one upload.
+      void* own = nullptr;
+      check(cudaMalloc(&own, bytes), "cuDNN RNN weight space");
+      own_weight_spaces_.push_back(own);
+      pack_weights(weight_layout(p.rnn, own, bytes), own, bytes);
+      p.weights = own;
+      p.weight_bytes = bytes;
+    }
+    size_t reserve = 0;
+    const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(cudnn_, p.rnn, CUDNN_FWD_MODE_INFERENCE,
+                                                      p.x_desc, &p.rnn_work, &reserve);
+    if (s != CUDNN_STATUS_SUCCESS)
+      fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
+           std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+  }
+
+  // Lays out the shape's buffers and makes sure the arena holds them.
+  void place(Plan& p) {
+    const size_t B = p.batch, T = p.len.frames;
+    const size_t f = sizeof(float);
+    Layout& L = p.layout;
+    size_t cursor = 0;
+    auto take = [&](size_t bytes) {
+      const size_t here = cursor;
+      cursor += (bytes + 255) / 256 * 256;
+      return here;
+    };
+    L.wave = take(B * p.samples * f);
+    // One scratch region for the stage-local temporaries, which never live at the same time:
+    // SincNet im2col + products, conv1 output, conv2 output, the head's two hidden layers.
+    const size_t sinc = static_cast<size_t>(p.sinc_chunk) * (cuda::kSincLd + kSincFilters) * f;
+    const size_t conv1 = B * p.len.pool1 * kPool * kConvChannels * f;
+    const size_t conv2 = B * T * kPool * kConvChannels * f;
+    const size_t head = 2 * B * T * kHeadHidden * f + 256;
+    L.scratch = take(std::max({sinc, conv1, conv2, head}));
+    L.pool0 = take(B * p.len.pool0 * kSincFilters * f);
+    L.pool1 = take(B * p.len.pool1 * kConvChannels * f);
+    L.features = take(B * T * kConvChannels * f);
+    L.lstm_out = take(B * T * kLstmOutput * f);
+    L.logprobs = take(B * T * kClasses * f);
+    L.rnn_work = take(p.rnn_work);
+    L.seq_lengths = take(B * sizeof(int32_t));
+    L.total = cursor;
+    p.seq_uploaded = false;
+    reserve_arena(L.total, p);
+  }
+
+  void reserve_arena(size_t bytes, const Plan& p) {
+    if (bytes <= arena_bytes_) return;
+    // Captured graphs hold the old arena's addresses.
+    for (auto& q : plans_) {
+      if (q.second->graph) cudaGraphExecDestroy(q.second->graph);
+      q.second->graph = nullptr;
+      q.second->seq_uploaded = false;
+    }
+    if (arena_) cudaFree(arena_);
+    arena_ = nullptr;
+    arena_bytes_ = 0;
+    const cudaError_t e = cudaMalloc(&arena_, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      arena_ = nullptr;
+      size_t free_bytes = 0, total_bytes = 0;
+      cudaMemGetInfo(&free_bytes, &total_bytes);
+      cudaGetLastError();
+      fail("out of device memory: batch " + std::to_string(p.batch) + " of " +
+           std::to_string(p.samples) + "-sample windows needs " + mib(bytes) + " on " +
+           device_name_ + " (" + mib(free_bytes) + " free of " + mib(total_bytes) +
+           "): lower the batch size");
+    }
+    arena_bytes_ = bytes;
+  }
+
+  template <class T = float>
+  T* at(size_t offset) const {
+    return reinterpret_cast<T*>(static_cast<char*>(arena_) + offset);
+  }
+
+  void upload_seq_lengths(Plan& p) {
+    if (p.seq_uploaded) return;
+    const std::vector<int32_t> lengths(p.batch, p.len.frames);
+    check(cudaMemcpyAsync(at<int32_t>(p.layout.seq_lengths), lengths.data(),
+                          lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+          "uploading the sequence lengths");
+    check(cudaStreamSynchronize(stream_), "uploading the sequence lengths");
+    p.seq_uploaded = true;
+  }
+
+  cudnnStatus_t enqueue_rnn(Plan& p) {
+    return cudnnRNNForward(cudnn_, p.rnn, CUDNN_FWD_MODE_INFERENCE,
+                           at<int32_t>(p.layout.seq_lengths), p.x_desc, at(p.layout.features),
+                           p.y_desc, at(p.layout.lstm_out), p.h_desc, nullptr, nullptr, p.h_desc,
+                           nullptr, nullptr, p.weight_bytes, p.weights, p.rnn_work,
+                           at<void>(p.layout.rnn_work), 0, nullptr);
+  }
+
+  // Runs the RNN once on zeros: a persistent algorithm that this GPU or configuration cannot run
+  // fails here, where `auto` can still fall back, rather than in a forward pass.
+  void probe_rnn(Plan& p) {
+    upload_seq_lengths(p);
+    check(cudaMemsetAsync(
+              at(p.layout.features), 0,
+              static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
+          "cudaMemsetAsync");
+    const cudnnStatus_t s = enqueue_rnn(p);
+    if (s != CUDNN_STATUS_SUCCESS)
+      fail(std::string("lstm-algorithm ") + lstm_algorithm_name(p.algorithm) + " for batch " +
+           std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
+    check(cudaStreamSynchronize(stream_), "the LSTM probe run");
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // The forward pass
+
+  void run(const float* audio, int batch, int samples, float* logprobs) {
+    Plan& p = plan_for(batch, samples);
+    upload_seq_lengths(p);
+    const size_t in_bytes = static_cast<size_t>(batch) * samples * sizeof(float);
+    const size_t out_bytes = static_cast<size_t>(batch) * p.len.frames * kClasses * sizeof(float);
+    const bool replay = p.graph != nullptr;
+
+    check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
+    check(cudaMemcpyAsync(at(p.layout.wave), audio, in_bytes, cudaMemcpyHostToDevice, stream_),
+          "uploading the audio");
+    check(cudaEventRecord(events_[1], stream_), "cudaEventRecord");
+    if (replay)
+      check(cudaGraphLaunch(p.graph, stream_), "cudaGraphLaunch");
+    else
+      enqueue(p, true);
+    check(cudaEventRecord(events_[kStages - 1], stream_), "cudaEventRecord");
+    check(cudaMemcpyAsync(logprobs, at(p.layout.logprobs), out_bytes, cudaMemcpyDeviceToHost,
+                          stream_),
+          "downloading the log-probabilities");
+    check(cudaEventRecord(events_[kStages], stream_), "cudaEventRecord");
+    check(cudaStreamSynchronize(stream_), "the forward pass");
+
+    add_time(kUpload, 0, 1);
+    if (replay)
+      add_time(kGraph, 1, kStages - 1);
+    else
+      for (int s = kWaveNorm; s <= kHead; ++s) add_time(static_cast<Stage>(s), s, s + 1);
+    add_time(kDownload, kStages - 1, kStages);
+
+    if (!replay && options_.cuda_graphs && !p.graph_failed) capture(p);
+  }
+
+  void add_time(Stage s, int from, int to) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, events_[from], events_[to]) == cudaSuccess)
+      seconds_[s] += ms * 1e-3;
+    cudaGetLastError();
+  }
+
+  // Records the whole forward pass, upload and download excepted, as one graph. Runs after a first
+  // eager pass, which has loaded every kernel module (lazy loading cannot happen inside a capture).
+  void capture(Plan& p) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    std::string problem;
+    try {
+      enqueue(p, false);
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (problem.empty() && end != cudaSuccess) problem = "cudaStreamEndCapture: " + cuda_text(end);
+    if (problem.empty()) {
+      const cudaError_t e = cudaGraphInstantiate(&p.graph, graph, 0);
+      if (e != cudaSuccess) {
+        p.graph = nullptr;
+        problem = "cudaGraphInstantiate: " + cuda_text(e);
+      }
+    }
+    if (graph) cudaGraphDestroy(graph);
+    if (!problem.empty()) {
+      cudaGetLastError();
+      p.graph_failed = true;
+      options_.warn("could not capture a CUDA graph for batch " + std::to_string(p.batch) + ": " +
+                    problem + "; that shape runs without graphs");
+    }
+  }
+
+  void mark(int event, bool timed) {
+    if (timed) check(cudaEventRecord(events_[event], stream_), "cudaEventRecord");
+  }
+
+  void enqueue(Plan& p, bool timed) {
+    const SegmentationModel& m = *model_;
+    const ParamLayout& P = param_layout_;
+    const Layout& L = p.layout;
+    const StageLengths& len = p.len;
+    const int B = p.batch, T = len.frames;
+    const float one = 1.f, zero = 0.f;
+    float* scratch = at(L.scratch);
+
+    check(cuda::wave_norm(at(L.wave), B, p.samples, m.wav_norm_scale, m.wav_norm_bias, m.norm_eps,
+                          stream_),
+          "wave_norm kernel");
+    mark(2, timed);
+
+    // SincNet: conv rows in chunks, each an im2col of symmetric pairs, two products, |.|, pool.
+    const int64_t sinc_rows = static_cast<int64_t>(B) * len.pool0 * kPool;
+    float* cols = scratch;
+    float* conv = scratch + static_cast<size_t>(p.sinc_chunk) * cuda::kSincLd;
+    for (int64_t r0 = 0; r0 < sinc_rows; r0 += p.sinc_chunk) {
+      const int n = static_cast<int>(std::min<int64_t>(p.sinc_chunk, sinc_rows - r0));
+      check(cuda::sinc_im2col(at(L.wave), p.samples, len.pool0 * kPool, r0, n, cols, stream_),
+            "sinc_im2col kernel");
+      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kHalf, n, kSide + 1, &one,
+                        param(P.sinc_even), kWeightLd, cols, cuda::kSincLd, &zero, conv,
+                        kSincFilters),
+            "Sgemm (SincNet, cosine filters)");
+      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kHalf, n, kSide, &one, param(P.sinc_odd),
+                        kWeightLd, cols + cuda::kSincDiffColumn, cuda::kSincLd, &zero, conv + kHalf,
+                        kSincFilters),
+            "Sgemm (SincNet, sine filters)");
+      check(cuda::abs_max_pool3(conv, n / kPool, kSincFilters,
+                                at(L.pool0) + r0 / kPool * kSincFilters, stream_),
+            "abs_max_pool3 kernel");
+    }
+    mark(3, timed);
+    check(cuda::pool_norm_leaky(at(L.pool0), 1, B, len.pool0, kSincFilters, param(P.norm_scale[0]),
+                                param(P.norm_bias[0]), m.norm_eps, m.leaky_slope, at(L.pool0),
+                                stream_),
+          "norm0 kernel");
+    mark(4, timed);
+
+    // conv1 and conv2: a channels-last map is its own im2col per tap, so each convolution is
+    // five accumulating products per window, no copies. Their biases are left out: the instance
+    // norm after the pool subtracts every per-channel constant.
+    conv_taps(p, at(L.pool0), len.pool0, kSincFilters, P.conv[0], len.pool1 * kPool, scratch);
+    mark(5, timed);
+    check(cuda::pool_norm_leaky(scratch, kPool, B, len.pool1, kConvChannels, param(P.norm_scale[1]),
+                                param(P.norm_bias[1]), m.norm_eps, m.leaky_slope, at(L.pool1),
+                                stream_),
+          "pool1+norm1 kernel");
+    mark(6, timed);
+    conv_taps(p, at(L.pool1), len.pool1, kConvChannels, P.conv[1], T * kPool, scratch);
+    mark(7, timed);
+    check(cuda::pool_norm_leaky(scratch, kPool, B, T, kConvChannels, param(P.norm_scale[2]),
+                                param(P.norm_bias[2]), m.norm_eps, m.leaky_slope, at(L.features),
+                                stream_),
+          "pool2+norm2 kernel");
+    mark(8, timed);
+
+    check(enqueue_rnn(p), "cudnnRNNForward");
+    mark(9, timed);
+
+    const int rows = B * T;
+    float* h0 = scratch;
+    float* h1 = scratch + (static_cast<size_t>(rows) * kHeadHidden + 63) / 64 * 64;
+    float* out = at(L.logprobs);
+    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kHeadHidden, rows, kLstmOutput, &one,
+                      param(P.head_w[0]), kHeadHidden, at(L.lstm_out), kLstmOutput, &zero, h0,
+                      kHeadHidden),
+          "Sgemm (head 1)");
+    check(cuda::bias_leaky(h0, rows, kHeadHidden, param(P.head_b[0]), m.leaky_slope, stream_),
+          "bias_leaky kernel");
+    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kHeadHidden, rows, kHeadHidden, &one,
+                      param(P.head_w[1]), kHeadHidden, h0, kHeadHidden, &zero, h1, kHeadHidden),
+          "Sgemm (head 2)");
+    check(cuda::bias_leaky(h1, rows, kHeadHidden, param(P.head_b[1]), m.leaky_slope, stream_),
+          "bias_leaky kernel");
+    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kClasses, rows, kHeadHidden, &one,
+                      param(P.head_w[2]), kClasses, h1, kHeadHidden, &zero, out, kClasses),
+          "Sgemm (head 3)");
+    check(cuda::bias_log_softmax(out, rows, kClasses, param(P.head_b[2]), stream_),
+          "bias_log_softmax kernel");
+    mark(10, timed);
+  }
+
+  // out[b][r][60] = sum over taps of in[b][r + tap][:] . weight[:, tap, :], for r < out_rows.
+  void conv_taps(const Plan& p, const float* in, int in_rows, int in_channels, size_t weight,
+                 int out_rows, float* out) {
+    const float one = 1.f, zero = 0.f;
+    for (int tap = 0; tap < kConvKernel; ++tap)
+      check(cublasSgemmStridedBatched(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kConvChannels, out_rows,
+                                      in_channels, &one, param(weight) + tap * in_channels,
+                                      kConvKernel * in_channels, 0, in + tap * in_channels,
+                                      in_channels, static_cast<long long>(in_rows) * in_channels,
+                                      tap ? &one : &zero, out, kConvChannels,
+                                      static_cast<long long>(out_rows) * kConvChannels, p.batch),
+            "SgemmStridedBatched (convolution)");
+  }
+
+  std::shared_ptr<const SegmentationModel> model_;
+  CudaEngineOptions options_;
+  std::string device_name_, cudnn_version_;
+
+  cudaStream_t stream_ = nullptr;
+  std::array<cudaEvent_t, kStages + 1> events_{};
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cudnnDropoutDescriptor_t dropout_ = nullptr;
+  std::array<cudnnRNNDescriptor_t, 4> rnn_{};  // indexed by LstmAlgorithm (dynamic: unused)
+
+  void* params_ = nullptr;
+  ParamLayout param_layout_{};
+  void* weight_space_ = nullptr;
+  size_t weight_bytes_ = 0;
+  std::vector<size_t> weight_offsets_;
+  std::vector<void*> own_weight_spaces_;
+
+  void* arena_ = nullptr;
+  size_t arena_bytes_ = 0;
+  std::map<std::pair<int, int>, std::unique_ptr<Plan>> plans_;
+
+  bool broken_ = false;
+  std::string broken_reason_;
+  double seconds_[kStages] = {};
+};
+
+}  // namespace
+
+const char* lstm_algorithm_name(LstmAlgorithm algorithm) {
+  switch (algorithm) {
+    case LstmAlgorithm::kStandard:
+      return "standard";
+    case LstmAlgorithm::kPersistStaticSmallH:
+      return "persist-static-small-h";
+    case LstmAlgorithm::kPersistDynamic:
+      return "persist-dynamic";
+    case LstmAlgorithm::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+bool parse_lstm_algorithm(const std::string& name, LstmAlgorithm* out) {
+  for (LstmAlgorithm a : {LstmAlgorithm::kStandard, LstmAlgorithm::kPersistStaticSmallH,
+                          LstmAlgorithm::kPersistDynamic, LstmAlgorithm::kAuto})
+    if (name == lstm_algorithm_name(a)) {
+      *out = a;
+      return true;
+    }
+  return false;
+}
+
+int cuda_device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why)
+      *why = "cudaGetDeviceCount: " + cuda_text(e) +
+             (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
+                  ? "; is an NVIDIA GPU present with its driver loaded (nvidia-smi)?"
+                  : "");
+    return 0;
+  }
+  if (n == 0 && why) *why = "the CUDA driver reports no device";
+  return n;
+}
+
+std::string cuda_environment() {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  std::string why;
+  const int n = cuda_device_count(&why);
+  if (n == 0) line("GPU: none (" + why + ")");
+  for (int d = 0; d < n; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)
+      line("GPU " + std::to_string(d) + ": " + prop.name + " (compute capability " +
+           std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " +
+           mib(prop.totalGlobalMem) + ")");
+  }
+  int v = 0;
+  auto version = [](int x) {
+    return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10);
+  };
+  line("CUDA driver: " + (cudaDriverGetVersion(&v) == cudaSuccess && v ? version(v) : "none"));
+  line("CUDA runtime: " + (cudaRuntimeGetVersion(&v) == cudaSuccess ? version(v) : "?"));
+  int major = 0, minor = 0, patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  line("cuBLAS: " + std::to_string(major) + "." + std::to_string(minor) + "." +
+       std::to_string(patch));
+  const size_t c = cudnnGetVersion();
+  line("cuDNN: " + std::to_string(c / 10000) + "." + std::to_string(c / 100 % 100) + "." +
+       std::to_string(c % 100));
+  // cuDNN dlopens NVRTC for persist-dynamic; look it up the same way. RTLD_NODELETE: NVRTC
+  // carries its own libstdc++, whose start-up allocation would otherwise leak at dlclose.
+  std::string nvrtc = "not found (persist-dynamic will fall back or fail)";
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!lib) continue;
+    using VersionFn = int (*)(int*, int*);
+    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
+    int a = 0, b = 0;
+    if (fn && fn(&a, &b) == 0) {
+      nvrtc = std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
+      dlclose(lib);
+      break;
+    }
+    dlclose(lib);
+  }
+  line("NVRTC: " + nvrtc);
+  cudaGetLastError();
+  return out;
+}
+
+std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const SegmentationModel> model,
+                                                     const CudaEngineOptions& options) {
+  if (!model) throw EngineError("make_cuda_engine: no model");
+  return std::make_unique<CudaEngine>(std::move(model), options);
+}
+
+}  // namespace speakerseg

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Prepares .gpu-bundle/ (git-ignored) for scripts/gpu-check.sh: what a GPU machine with nvcc and
+# cuDNN, but no network and none of Debian's -dev packages, lacks to build and test the core.
+#
+#   deps.tar.xz  Debian 12 packages unpacked with dpkg-deb -x, trimmed to headers and libraries:
+#                oneDNN, ONNX (onnx_proto), protobuf, libsndfile and the codecs it links,
+#                the OpenCL loader oneDNN links, GoogleTest (static).
+#   data.tar.xz  models/segmentation-3.0.onnx with its licence, the parity tests' reference
+#                tensors (build/tests/reference: ONNX Runtime's outputs on real speech) and
+#                sample.wav with its licence (the benchmark's windows).
+#   MANIFEST.txt package versions, checksums and sizes.
+#
+# Run here (Debian 12, after scripts/setup.sh); it runs apt-get download for the packages whose
+# .deb is not in apt's cache. The whole bundle must stay under 64 MiB, the most a device run carries;
+# the script fails if it does not. Usage: scripts/gpu-bundle.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${1:-.gpu-bundle}
+LIMIT_MIB=64
+PACKAGES=(
+  libdnnl-dev libdnnl2 ocl-icd-libopencl1
+  libonnx-dev libonnx1
+  libprotobuf-dev libprotobuf32
+  libsndfile1-dev libsndfile1 libflac12 libvorbis0a libvorbisenc2 libopus0 libogg0 libmpg123-0
+  libmp3lame0
+  libgtest-dev
+)
+MODEL=models/segmentation-3.0.onnx
+REFERENCE=build/tests/reference
+SAMPLE_DIR=../shared/data/pyannote-debug
+
+say() { printf 'gpu-bundle: %s\n' "$*"; }
+die() {
+  say "error: $*" >&2
+  exit 1
+}
+
+[ -f "$MODEL" ] || die "$MODEL is missing: run scripts/setup.sh first"
+[ -f "$SAMPLE_DIR/sample.wav" ] || die "$SAMPLE_DIR/sample.wav is missing (the benchmark's audio)"
+if ! [ -f "$REFERENCE/batch32.logprobs.npy" ]; then
+  say "building the reference tensors ($REFERENCE)"
+  ninja -C build tests/reference.stamp >/dev/null
+fi
+grep -q '^source shared' "$REFERENCE/manifest.txt" ||
+  die "$REFERENCE was made from synthesised speech; the GPU check wants the real recordings"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/debs" "$stage/root" "$stage/data"
+chmod a+rx "$stage" "$stage/debs"  # apt-get download drops privileges to _apt
+
+# The installed version of each package where there is one, so that the bundle matches what this
+# machine builds and tests against; apt's cache first, apt-get download otherwise.
+versions=()
+for p in "${PACKAGES[@]}"; do
+  v=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
+  [ -n "$v" ] || die "$p is not installed: run scripts/setup.sh (or apt-get install $p) first"
+  versions+=("$p $v")
+  file=$(ls /var/cache/apt/archives/"${p}"_"${v//:/%3a}"_*.deb 2>/dev/null | head -n 1 || true)
+  if [ -n "$file" ]; then
+    cp "$file" "$stage/debs/"
+  else
+    (cd "$stage/debs" && apt-get download -qq "$p=$v" >/dev/null) ||
+      die "apt-get download $p=$v failed (run apt-get update?)"
+  fi
+done
+for deb in "$stage"/debs/*.deb; do dpkg-deb -x "$deb" "$stage/root"; done
+
+# Headers and libraries only: no documentation, no CMake files, no unused ONNX library.
+lib=usr/lib/x86_64-linux-gnu
+keep=(usr/include)
+for f in "$stage/root/$lib"/*; do
+  case "$(basename "$f")" in
+    libonnx.so* | libonnxifi* | *.cmake | cmake | pkgconfig) ;;
+    *.so* | libgtest.a | libgtest_main.a) keep+=("$lib/$(basename "$f")") ;;
+  esac
+done
+mkdir -p "$OUT"
+tar -C "$stage/root" -cJf "$OUT/deps.tar.xz" "${keep[@]}"
+
+mkdir -p "$stage/data/model" "$stage/data/reference" "$stage/data/audio"
+cp "$MODEL" models/LICENSE-segmentation-3.0.txt "$stage/data/model/"
+cp "$REFERENCE"/*.npy "$REFERENCE"/*.onnx "$REFERENCE/manifest.txt" "$stage/data/reference/"
+cp "$SAMPLE_DIR/sample.wav" "$stage/data/audio/"
+cp "$SAMPLE_DIR"/LICENSE* "$stage/data/audio/" 2>/dev/null || true
+tar -C "$stage/data" -cJf "$OUT/data.tar.xz" model reference audio
+
+{
+  echo "speakerseg GPU bundle, made $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "packages (Debian, unpacked with dpkg-deb -x):"
+  printf '  %s\n' "${versions[@]}"
+  echo "reference: $(tr '\n' ';' <"$REFERENCE/manifest.txt")"
+  (cd "$OUT" && sha256sum deps.tar.xz data.tar.xz)
+} >"$OUT/MANIFEST.txt"
+
+total=$(du -cb "$OUT"/deps.tar.xz "$OUT"/data.tar.xz "$OUT"/MANIFEST.txt | tail -n 1 | cut -f1)
+say "$(du -h "$OUT/deps.tar.xz" | cut -f1) deps.tar.xz, $(du -h "$OUT/data.tar.xz" | cut -f1) data.tar.xz:" \
+  "$((total / 1048576)) MiB in $OUT"
+[ "$total" -lt $((LIMIT_MIB * 1048576)) ] || die "the bundle is over $LIMIT_MIB MiB"

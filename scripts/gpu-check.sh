@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# The GPU check, one command: on a Linux x86-64 machine with an NVIDIA GPU, nvcc 13 and cuDNN 9
+# (the nvidia-cudnn-cu13 wheel will do), with no network, no GStreamer and none of Debian's -dev
+# packages, it
+#   1. prints the GPU, driver, CUDA, cuDNN and NVRTC versions, before anything else;
+#   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the core, the CUDA
+#      engine, speakerseg and test_cuda_engine with plain compiler commands (no meson);
+#   3. runs test_cuda_engine (ONNX Runtime parity of every algorithm, graphs off and on);
+#   4. prints a benchmark table: per-forward median and p99, windows/s, for batch 1, 8, 32, 128,
+#      512 x each LSTM algorithm x CUDA graphs on/off, and the CPU engine on the same windows.
+# Meant to finish in under 8 minutes on a 16-core machine; past GPU_CHECK_BUDGET seconds (default
+# 420) it skips the remaining benchmark rows and says so.
+#
+# Usage: scripts/gpu-check.sh [--build-only]
+#   --build-only  no GPU needed: build and run the tests (which then skip), no benchmark.
+# Exit: 0 all tests passed; 1 a build or test failure; 77 no NVIDIA GPU (nothing checked).
+# Environment: GPU_BUNDLE (default .gpu-bundle), GPU_CHECK_DIR (default /tmp/speakerseg-gpu-check),
+# CUDNN_ROOT / CUDA_HOME to point at cuDNN or the toolkit where the search below misses them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SRC=$PWD
+BUNDLE=$(realpath -m "${GPU_BUNDLE:-.gpu-bundle}")
+WORK=${GPU_CHECK_DIR:-/tmp/speakerseg-gpu-check}
+BUDGET=${GPU_CHECK_BUDGET:-420}
+BUILD_ONLY=0
+[ "${1:-}" = "--build-only" ] && BUILD_ONLY=1
+
+say() { printf 'gpu-check: %s\n' "$*"; }
+die() {
+  say "error: $*" >&2
+  exit 1
+}
+
+# --- 1. The machine --------------------------------------------------------------------------
+
+gpus=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpus=$(nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total \
+    --format=csv,noheader 2>&1) || gpus=""
+fi
+if [ -z "$gpus" ] && [ $BUILD_ONLY = 0 ]; then
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    why="nvidia-smi lists none: $(nvidia-smi -L 2>&1 | head -n 1)"
+  else
+    why="nvidia-smi is not installed"
+  fi
+  say "no NVIDIA GPU ($why): nothing to check."
+  say "(scripts/gpu-check.sh --build-only builds and runs the tests, which skip without a GPU)"
+  exit 77
+fi
+
+# Where a library is: the toolkit next to nvcc, CUDA_HOME, the pip wheels (nvidia/cu13/lib,
+# nvidia/cudnn/lib), ld.so's cache, then a bounded search.
+NVCC=$(command -v nvcc || true)
+[ -n "$NVCC" ] || for d in "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-13*; do
+  [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && NVCC=$d/bin/nvcc && break
+done
+[ -n "$NVCC" ] || die "nvcc not found (PATH, CUDA_HOME, /usr/local/cuda)"
+NVCC_ROOT=$(dirname "$(dirname "$(realpath "$NVCC")")")
+site_dirs=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
+  command -v "$py" >/dev/null 2>&1 &&
+    "$py" -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
+done | sort -u)
+search_dirs=()
+for d in "${CUDNN_ROOT:-}" "${CUDA_HOME:-}" "$NVCC_ROOT" "$NVCC_ROOT/targets/x86_64-linux" /usr/local/cuda; do
+  [ -n "$d" ] && search_dirs+=("$d/lib64" "$d/lib")
+done
+for s in $site_dirs; do
+  for d in "$s"/nvidia/*/lib; do [ -d "$d" ] && search_dirs+=("$d"); done
+done
+search_dirs+=(/usr/lib/x86_64-linux-gnu /usr/local/lib)
+find_lib() {  # find_lib libname.so.N: prints the file's path
+  local d
+  for d in "${search_dirs[@]}"; do
+    [ -e "$d/$1" ] && realpath -s "$d/$1" && return 0
+  done
+  local hit
+  hit=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
+  [ -n "$hit" ] && echo "$hit" && return 0
+  hit=$(find /usr/local /opt /usr/lib /root -maxdepth 8 -name "$1" 2>/dev/null | head -n 1)
+  [ -n "$hit" ] && echo "$hit"
+}
+find_header() {  # find_header cudnn.h LIBPATH: the include folder beside a library folder
+  local d base
+  base=$(dirname "$(dirname "$2")")
+  for d in "$base/include" "$NVCC_ROOT/include" "$NVCC_ROOT/targets/x86_64-linux/include" \
+    /usr/local/cuda/include /usr/include; do
+    [ -f "$d/$1" ] && echo "$d" && return 0
+  done
+  return 1
+}
+CUDART=$(find_lib libcudart.so.13)
+CUBLAS=$(find_lib libcublas.so.13)
+CUDNN=$(find_lib libcudnn.so.9)
+NVRTC=$(find_lib libnvrtc.so.13)
+[ -n "$CUDART" ] || die "libcudart.so.13 not found"
+[ -n "$CUBLAS" ] || die "libcublas.so.13 not found"
+[ -n "$CUDNN" ] || die "libcudnn.so.9 not found (set CUDNN_ROOT to the cuDNN folder, e.g. .../site-packages/nvidia/cudnn)"
+CUDNN_INC=$(find_header cudnn.h "$CUDNN") || die "cudnn.h not found beside $CUDNN"
+CUDA_INC=$(find_header cuda_runtime_api.h "$CUDART") || die "cuda_runtime_api.h not found"
+CUBLAS_INC=$(find_header cublas_v2.h "$CUBLAS") || die "cublas_v2.h not found"
+lib_path=$(printf '%s\n' "$(dirname "$CUDART")" "$(dirname "$CUBLAS")" "$(dirname "$CUDNN")" \
+  ${NVRTC:+"$(dirname "$NVRTC")"} | awk '!seen[$0]++' | paste -sd:)
+# cuDNN dlopens NVRTC (persist-dynamic) and its own sub-libraries: LD_LIBRARY_PATH, not rpath.
+export LD_LIBRARY_PATH=$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+mkdir -p "$WORK"
+cat >"$WORK/versions.cpp" <<'EOF'
+// Versions of what this process actually loads, through the same dynamic loader cuDNN uses.
+#include <dlfcn.h>
+#include <cstdio>
+template <class F>
+F sym(const char* lib, const char* name) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+  return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
+}
+int main(int, char** argv) {
+  int v = 0, a = 0, b = 0;
+  auto drv = sym<int (*)(int*)>("libcuda.so.1", "cuDriverGetVersion");
+  if (drv && drv(&v) == 0) std::printf("CUDA driver API: %d.%d\n", v / 1000, v % 1000 / 10);
+  auto rt = sym<int (*)(int*)>(argv[1], "cudaRuntimeGetVersion");
+  if (rt && rt(&v) == 0) std::printf("CUDA runtime: %d.%d (%s)\n", v / 1000, v % 1000 / 10, argv[1]);
+  auto dnn = sym<size_t (*)()>(argv[2], "cudnnGetVersion");
+  if (dnn) {
+    const size_t c = dnn();
+    std::printf("cuDNN: %zu.%zu.%zu (%s)\n", c / 10000, c / 100 % 100, c % 100, argv[2]);
+  } else {
+    std::printf("cuDNN: cannot load %s: %s\n", argv[2], dlerror());
+  }
+  auto rtc = sym<int (*)(int*, int*)>("libnvrtc.so.13", "nvrtcVersion");
+  if (rtc && rtc(&a, &b) == 0)
+    std::printf("NVRTC: %d.%d (libnvrtc.so.13)\n", a, b);
+  else
+    std::printf("NVRTC: not loadable (%s): persist-dynamic cannot work\n", dlerror());
+  return 0;
+}
+EOF
+CXX=${CXX:-g++}
+command -v "$CXX" >/dev/null 2>&1 || die "no C++ compiler ($CXX)"
+echo "=== machine"
+if [ -n "$gpus" ]; then
+  echo "$gpus" | sed 's/^/GPU /'
+else
+  echo "GPU: none (--build-only)"
+fi
+echo "nvcc: $("$NVCC" --version | grep -o 'release [^,]*, V[0-9.]*')  ($NVCC)"
+echo "host compiler: $("$CXX" --version | head -n 1)"
+if "$CXX" -O0 -o "$WORK/versions" "$WORK/versions.cpp" -ldl 2>"$WORK/versions.log"; then
+  "$WORK/versions" "$CUDART" "$CUDNN"
+else
+  echo "(version probe did not build: $(head -n 1 "$WORK/versions.log"))"
+fi
+echo "libraries: $CUDART $CUBLAS $CUDNN ${NVRTC:-(no libnvrtc.so.13)}"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+
+# --- 2. Build --------------------------------------------------------------------------------
+
+[ -f "$BUNDLE/deps.tar.xz" ] && [ -f "$BUNDLE/data.tar.xz" ] ||
+  die "$BUNDLE/deps.tar.xz and data.tar.xz are missing: run scripts/gpu-bundle.sh where the Debian packages are"
+echo "=== build (in $WORK)"
+start_build=$SECONDS
+DEPS=$WORK/deps
+DATA=$WORK/data
+rm -rf "$DEPS" "$DATA" "$WORK/obj"
+mkdir -p "$DEPS" "$DATA" "$WORK/obj" "$WORK/bin"
+tar -C "$DEPS" -xJf "$BUNDLE/deps.tar.xz" || die "cannot unpack $BUNDLE/deps.tar.xz"
+tar -C "$DATA" -xJf "$BUNDLE/data.tar.xz" || die "cannot unpack $BUNDLE/data.tar.xz"
+DLIB=$DEPS/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$DLIB:$LD_LIBRARY_PATH
+JOBS=$(nproc)
+
+CXXFLAGS=(-std=c++17 -O3 -DNDEBUG -fPIC -fopenmp -Wall -Wextra -DONNX_ML=1 -DONNX_NAMESPACE=onnx
+  -DSPEAKERSEG_HAVE_CUDA=1 -I"$SRC/core" -I"$DEPS/usr/include")
+# -I/usr/include would break libstdc++'s #include_next: the system folder needs no flag.
+for d in $(printf '%s\n' "$CUDNN_INC" "$CUDA_INC" "$CUBLAS_INC" | awk '!seen[$0]++'); do
+  [ "$d" = /usr/include ] || CXXFLAGS+=(-I"$d")
+done
+GENCODE=(-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_80,code=sm_80
+  -gencode=arch=compute_86,code=sm_86 -gencode=arch=compute_89,code=sm_89
+  "-gencode=arch=compute_90,code=[sm_90,compute_90]")
+compile() {  # compile SOURCE: one object, its log beside it
+  local o
+  o="$WORK/obj/$(basename "$1" .cpp).o"
+  "$CXX" "${CXXFLAGS[@]}" -c "$1" -o "$o" >"$o.log" 2>&1 || {
+    cat "$o.log"
+    touch "$WORK/obj/FAILED"
+  }
+}
+"$NVCC" -std=c++17 -O3 --threads=0 "${GENCODE[@]}" -Xcompiler=-fPIC,-Wall,-Wextra \
+  -I"$SRC/core/cuda" -c "$SRC/core/cuda/cuda_kernels.cu" -o "$WORK/obj/cuda_kernels.o" \
+  >"$WORK/obj/cuda_kernels.o.log" 2>&1 || {
+  cat "$WORK/obj/cuda_kernels.o.log"
+  touch "$WORK/obj/FAILED"
+} &
+for src in "$SRC"/core/*.cpp "$SRC/core/cuda/cuda_engine.cpp"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  compile "$src" &
+done
+wait
+[ -e "$WORK/obj/FAILED" ] && die "compiling the core failed"
+for log in "$WORK"/obj/*.log; do grep -qi warning "$log" && cat "$log"; done
+rm -f "$WORK/libcore.a"
+ar rcs "$WORK/libcore.a" "$WORK"/obj/*.o || die "ar failed"
+
+LIBS=("$WORK/libcore.a" -L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32
+  -l:libsndfile.so.1 "$CUDART" "$CUBLAS" "$CUDNN" -ldl -lpthread -fopenmp
+  -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags -Wl,-rpath,"$DLIB:$lib_path")
+"$CXX" "${CXXFLAGS[@]}" -DSPEAKERSEG_DEFAULT_MODEL="\"$DATA/model/segmentation-3.0.onnx\"" \
+  -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
+  -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
+tool_pid=$!
+"$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$SRC/tests/test_cuda_engine.cpp" \
+  -o "$WORK/bin/test_cuda_engine" "$DLIB/libgtest_main.a" "$DLIB/libgtest.a" "${LIBS[@]}" ||
+  die "building test_cuda_engine failed"
+wait $tool_pid || die "building speakerseg failed"
+say "built in $((SECONDS - start_build)) s"
+
+# --- 3. Tests --------------------------------------------------------------------------------
+
+echo "=== test_cuda_engine"
+export SPEAKERSEG_MODEL=$DATA/model/segmentation-3.0.onnx
+export SPEAKERSEG_REFERENCE_DIR=$DATA/reference
+"$WORK/bin/test_cuda_engine" >"$WORK/test.log" 2>&1
+test_rc=$?
+grep -E '^\[ (cuda|cuda tf32|warning) ' "$WORK/test.log"
+grep -E '^(GPU|CUDA|cuBLAS|cuDNN|NVRTC)' "$WORK/test.log" | sort -u
+grep -E -A12 '^\[  FAILED  \]|Failure$' "$WORK/test.log" | head -n 80
+passed=$(grep -c '^\[       OK \]' "$WORK/test.log")
+failed=$(grep -c '^\[  FAILED  \] .*(' "$WORK/test.log")
+skipped=$(grep -c '^\[  SKIPPED \] .*(' "$WORK/test.log")
+grep -m1 'Skipped' -A1 "$WORK/test.log" | tail -n 1 | sed 's/^/skip reason: /'
+say "tests: $passed passed, $failed failed, $skipped skipped (log: $WORK/test.log)"
+[ $test_rc = 0 ] || say "test_cuda_engine exited with $test_rc"
+
+if [ $BUILD_ONLY = 1 ]; then
+  "$WORK/bin/speakerseg" bench --engine cuda --batch 1 --seconds 0 --runs 1 2>&1 | head -n 2
+  [ $test_rc = 0 ] && exit 0 || exit 1
+fi
+
+# --- 4. Benchmark ----------------------------------------------------------------------------
+
+echo "=== benchmark: 10 s windows of sample.wav, FP32; median and p99 per forward pass"
+field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" <<<"$2"; }
+bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs" or "error: ..."
+  local batch=$1 out seconds=1 runs=20
+  shift
+  [ "$batch" -ge 128 ] && runs=5
+  # The CPU rows only give the ratio: a few passes each, so that they leave the time to the GPU.
+  [ "$1 $2" = "--engine cpu" ] && seconds=0.3 runs=3
+  out=$("$WORK/bin/speakerseg" bench --json --batch "$batch" --seconds $seconds --runs $runs \
+    "$@" 2>"$WORK/bench.err")
+  if [ -z "$out" ]; then
+    echo "error: $(grep -v '^speakerseg: warning' "$WORK/bench.err" | tail -n 1 | cut -c1-150)"
+    return
+  fi
+  printf '%s %s %s %s\n' "$(field median_ms "$out")" "$(field p99_ms "$out")" \
+    "$(field windows_per_s "$out")" "$(field runs "$out")"
+  grep '^speakerseg: warning' "$WORK/bench.err" | sed 's/^/    /' >&2
+}
+declare -A cpu_wps
+printf '%-26s %6s %6s %11s %11s %12s %5s %9s\n' engine batch graphs median_ms p99_ms windows/s \
+  runs vs_cpu
+for batch in 1 8 32 128 512; do
+  if [ $((SECONDS - start_build)) -gt "$BUDGET" ]; then
+    say "time budget spent: CPU batch $batch and above skipped"
+    break
+  fi
+  read -r med p99 wps runs <<<"$(bench "$batch" --engine cpu)"
+  cpu_wps[$batch]=$wps
+  printf '%-26s %6s %6s %11s %11s %12s %5s %9s\n' "cpu ($(nproc) threads)" "$batch" - "$med" \
+    "$p99" "$wps" "$runs" 1.0
+done
+for batch in 1 8 32 128 512; do
+  for algorithm in standard persist-static-small-h persist-dynamic; do
+    for graphs in on off; do
+      if [ $((SECONDS - start_build)) -gt "$BUDGET" ]; then
+        say "time budget spent ($BUDGET s): the remaining rows are skipped"
+        break 3
+      fi
+      extra=()
+      [ $graphs = off ] && extra=(--no-cuda-graphs)
+      line=$(bench "$batch" --engine cuda --lstm-algorithm $algorithm "${extra[@]}")
+      if [[ $line == error:* ]]; then
+        printf '%-26s %6s %6s  %s\n' "$algorithm" "$batch" $graphs "$line"
+        continue
+      fi
+      read -r med p99 wps runs <<<"$line"
+      ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
+      printf '%-26s %6s %6s %11s %11s %12s %5s %9s\n' "$algorithm" "$batch" $graphs "$med" "$p99" \
+        "$wps" "$runs" "$ratio"
+    done
+  done
+done
+say "done in $SECONDS s"
+[ $test_rc = 0 ] && exit 0 || exit 1
