@@ -76,13 +76,7 @@ class CpuEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
-    if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
-    const StageLengths len = stage_lengths(samples);
-    if (len.frames < 1)
-      throw EngineError("a window of " + std::to_string(samples) +
-                        " samples is too short: segmentation-3.0 needs at least " +
-                        std::to_string(min_samples()) + " samples (" +
-                        std::to_string(min_samples() * 1000 / kSampleRate) + " ms)");
+    const StageLengths len = check_forward_shape(batch, samples);
     reserve(batch, samples, len);
 
     // oneDNN reads its thread count from OpenMP; sgemm calls outside our parallel regions must see
@@ -99,12 +93,6 @@ class CpuEngine final : public SegmentationEngine {
   }
 
  private:
-  static int min_samples() {
-    int s = kSincKernel;
-    while (frames_for_samples(s) < 1) s += kSincStride;
-    return s;
-  }
-
   void reserve(int batch, int samples, const StageLengths& len) {
     if (batch == batch_ && samples == samples_) return;
     batch_ = batch;
@@ -313,6 +301,20 @@ class CpuEngine final : public SegmentationEngine {
 };
 
 }  // namespace
+
+StageLengths check_forward_shape(int batch, int samples) {
+  if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
+  const StageLengths len = stage_lengths(samples);
+  if (len.frames < 1) {
+    int shortest = kSincKernel;
+    while (frames_for_samples(shortest) < 1) shortest += kSincStride;
+    throw EngineError("a window of " + std::to_string(samples) +
+                      " samples is too short: segmentation-3.0 needs at least " +
+                      std::to_string(shortest) + " samples (" +
+                      std::to_string(shortest * 1000 / kSampleRate) + " ms)");
+  }
+  return len;
+}
 
 std::unique_ptr<SegmentationEngine> make_cpu_engine(std::shared_ptr<const SegmentationModel> model,
                                                     const CpuEngineOptions& options) {

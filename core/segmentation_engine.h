@@ -33,6 +33,10 @@ class SegmentationEngine {
   virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }
 };
 
+// The checks every engine's forward() makes before it touches memory: a batch of at least one
+// window, each long enough for one frame. Returns the stage lengths; throws EngineError otherwise.
+StageLengths check_forward_shape(int batch, int samples);
+
 struct CpuEngineOptions {
   int threads = 0;  // 0: every core OpenMP reports
 };

@@ -189,16 +189,10 @@ class CudaEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
-    if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
+    check_forward_shape(batch, samples);
     if (batch > options_.max_batch)
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
-    const StageLengths len = stage_lengths(samples);
-    if (len.frames < 1)
-      throw EngineError("a window of " + std::to_string(samples) +
-                        " samples is too short: segmentation-3.0 needs at least " +
-                        std::to_string(min_samples()) + " samples (" +
-                        std::to_string(min_samples() * 1000 / kSampleRate) + " ms)");
     if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
     // The calling thread may not be the one that built the engine (AsyncSegmenter's worker).
     check(cudaSetDevice(options_.device), "cudaSetDevice");
@@ -216,12 +210,6 @@ class CudaEngine final : public SegmentationEngine {
   }
 
  private:
-  static int min_samples() {
-    int s = kSincKernel;
-    while (frames_for_samples(s) < 1) s += kSincStride;
-    return s;
-  }
-
   // ------------------------------------------------------------------------------------------
   // Setup
 
