@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "speaker_change_detector.h"
+#include "window_segmenter.h"
 
 namespace speakerseg {
 
@@ -26,29 +27,29 @@ struct AsyncSegmenterOptions {
   bool drop_when_late = false;
 };
 
-class AsyncSegmenter {
+class AsyncSegmenter final : public WindowSegmenter {
  public:
   AsyncSegmenter(std::unique_ptr<SegmentationEngine> engine, const StreamSettings& settings,
                  const AsyncSegmenterOptions& options);
-  ~AsyncSegmenter();
+  ~AsyncSegmenter() override;
   AsyncSegmenter(const AsyncSegmenter&) = delete;
   AsyncSegmenter& operator=(const AsyncSegmenter&) = delete;
 
-  void submit(WindowJob job);
+  void submit(WindowJob job) override;
   // Changes ready so far, in order; never blocks on inference.
-  std::vector<SpeakerChange> take_changes();
+  std::vector<SpeakerChange> take_changes() override;
   // Waits until every submitted window has been run.
-  void drain();
+  void drain() override;
   // drain(), then finalises every frame up to stream position `end` (end of stream).
-  void finish(int64_t end);
+  void finish(int64_t end) override;
   // Forgets queued windows, the timeline and unread changes (flush, discontinuity).
-  void reset();
+  void reset() override;
 
   // The first inference error, if any ("" otherwise); the worker stops taking windows after it.
-  std::string error() const;
-  uint64_t dropped_windows() const;
-  size_t queue_depth() const;
-  int last_batch_size() const;
+  std::string error() const override;
+  uint64_t dropped_windows() const override;
+  size_t queue_depth() const override;
+  int last_batch_size() const override;
 
  private:
   void loop();

@@ -30,6 +30,7 @@
 #include "segmentation_engine.h"
 #include "speaker_change_detector.h"
 #include "speaker_timeline.h"
+#include "window_segmenter.h"
 
 namespace speakerseg {
 
@@ -108,34 +109,34 @@ struct SharedChannelOptions {
   double max_batch_wait = 0;
 };
 
-class SharedSegmenterChannel {
+class SharedSegmenterChannel final : public WindowSegmenter {
  public:
   SharedSegmenterChannel(std::shared_ptr<SharedScheduler> scheduler, const StreamSettings& settings,
                          const SharedChannelOptions& options);
   // Waits for at most the batch in flight, never for other channels' queued windows.
-  ~SharedSegmenterChannel();
+  ~SharedSegmenterChannel() override;
   SharedSegmenterChannel(const SharedSegmenterChannel&) = delete;
   SharedSegmenterChannel& operator=(const SharedSegmenterChannel&) = delete;
 
-  void submit(WindowJob job);
+  void submit(WindowJob job) override;
   // Changes ready so far, in order; never blocks on inference.
-  std::vector<SpeakerChange> take_changes();
+  std::vector<SpeakerChange> take_changes() override;
   // Waits until every window submitted on this channel has been run.
-  void drain();
+  void drain() override;
   // drain(), then finalises every frame up to stream position `end` (end of stream).
-  void finish(int64_t end);
+  void finish(int64_t end) override;
   // Forgets this channel's queued windows, its timeline and unread changes; results of its windows
   // in the batch in flight are discarded when they arrive.
-  void reset();
+  void reset() override;
 
   // The first inference error of a batch that held this channel's windows ("" otherwise); the
   // channel takes no more windows after it, the other channels carry on.
-  std::string error() const;
-  uint64_t dropped_windows() const;
+  std::string error() const override;
+  uint64_t dropped_windows() const override;
   uint64_t processed_windows() const;
-  size_t queue_depth() const;
+  size_t queue_depth() const override;
   // This channel's windows in the last batch that held any, and that batch's size, all channels.
-  int last_batch_size() const;
+  int last_batch_size() const override;
   int last_shared_batch_size() const;
   // What inference adds to the announcement delay now: seconds from submission to results of the
   // last window run, or the age of the oldest window still waiting if that is longer (a backlog).

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
 // GObject glue of the speakerchange element. No signal processing here: windows, inference and
-// turn decisions are core/'s (WindowBuffer, AsyncSegmenter); this file maps them onto GStreamer's
-// buffers, events, timestamps, properties and messages.
+// turn decisions are core/'s (WindowBuffer, AsyncSegmenter or a SharedSegmenterChannel of the
+// process-wide EnginePool); this file maps them onto GStreamer's buffers, events, timestamps,
+// properties and messages.
 
 /**
  * SECTION:element-speakerchange
@@ -78,6 +79,36 @@
  * 2 x batch-size windows wait, then the streaming thread waits for the worker, and nothing is
  * lost. Without an answer to the query upstream counts as not live.
  *
+ * ## Shared engine
+ *
+ * With #GstSpeakerChange:shared-engine %TRUE (the default) every speakerchange of the process
+ * with the same model path, engine kind (cpu or cuda), device, threads, lstm-algorithm,
+ * cuda-graphs and engine batch size (#GstSpeakerChange:batch-size, or 1 with mode `latency`)
+ * shares one loaded model, one engine and one inference worker. The worker runs the waiting
+ * windows of all those streams together, the oldest first, up to the batch size per inference;
+ * each stream keeps its own time line, speaker labels, queue and results, and a flush or error of
+ * one stream does not disturb the others. A window waits at most #GstSpeakerChange:max-batch-wait
+ * seconds (default: half of #GstSpeakerChange:step) for other streams' windows to fill a batch;
+ * a streaming thread waiting on its results (EOS, back-pressure) makes the worker run at once.
+ * Queue sizes, dropping and back-pressure follow the element's mode as with an own engine. The
+ * engine is created when the first such element starts and freed when the last one stops. With
+ * %FALSE each element loads its own model and runs its own worker.
+ *
+ * ## Statistics
+ *
+ * When #GstSpeakerChange:stats-interval is above 0, the element posts an element message named
+ * `speaker-change-stats` every that many seconds of stream time, with fields
+ *
+ * * #guint `queue-depth`: windows of this stream waiting for inference.
+ * * #gint `last-batch-size`: windows in the last inference that ran any of this stream's windows
+ *   (with a shared engine, counting every stream's windows in that batch).
+ * * #guint64 `dropped-windows`: windows dropped so far because inference fell behind a live
+ *   stream.
+ * * #guint64 `delay`: the current announcement delay in nanoseconds: #GstSpeakerChange:latency
+ *   plus what inference adds now (with a shared engine: the time from submission to results of
+ *   the last window run, or the age of the oldest waiting window if longer; an own engine does
+ *   not measure it).
+ *
  * ## Time line
  *
  * Sample positions count from the first sample after start, a flush or a discontinuity; the PTS of
@@ -108,22 +139,27 @@
 #include "speakerchange-result.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "async_segmenter.h"
+#include "engine_pool.h"
 #include "model_spec.h"
 #include "pcm.h"
 #include "segmentation_engine.h"
 #include "segmentation_model.h"
+#include "shared_segmenter.h"
 #include "speaker_change.h"
 #include "speaker_change_detector.h"
 #include "stream_settings.h"
 #include "window_buffer.h"
+#include "window_segmenter.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "cuda/cuda_engine.h"
 #endif
@@ -168,6 +204,9 @@ enum {
   PROP_POST_MESSAGES,
   PROP_EMIT_EVENTS,
   PROP_COMPAT_RSTRANSCRIBE,
+  PROP_SHARED_ENGINE,
+  PROP_MAX_BATCH_WAIT,
+  PROP_STATS_INTERVAL,
 };
 
 // The defaults are the core's, tuned on the evaluation recordings (docs/accuracy.md).
@@ -177,6 +216,7 @@ constexpr double kDefaultLatency = kCoreDefaults.latency;
 constexpr double kDefaultMinSpeech = kCoreDefaults.min_speech;
 constexpr double kDefaultMinSilence = kCoreDefaults.min_silence;
 constexpr int kDefaultBatchSize = 32;
+constexpr double kDefaultMaxBatchWait = -1;  // half of step
 
 // What the properties say; guarded by the object lock.
 struct Settings {
@@ -195,6 +235,9 @@ struct Settings {
   bool post_messages = true;
   bool emit_events = true;
   bool compat_rstranscribe = false;
+  bool shared_engine = true;
+  double max_batch_wait = kDefaultMaxBatchWait;
+  double stats_interval = 0;
 };
 
 // What the streaming side owns: touched by start()/stop() and, between them, only by the streaming
@@ -203,8 +246,16 @@ struct Stream {
   speakerseg::StreamSettings settings;
   GstSpeakerChangeMode mode = GST_SPEAKER_CHANGE_MODE_AUTO;
   int batch_size = kDefaultBatchSize;
-  std::unique_ptr<speakerseg::SegmentationEngine> engine;  // until the segmenter takes it
-  std::unique_ptr<speakerseg::AsyncSegmenter> segmenter;   // from the first buffer on
+  double max_batch_wait = 0;                      // seconds, resolved (shared engine only)
+  GstClockTime stats_interval = 0;                // 0: no speaker-change-stats messages
+  GstClockTime next_stats = GST_CLOCK_TIME_NONE;  // buffer time of the next one
+  std::unique_ptr<speakerseg::SegmentationEngine>
+      engine;  // own engine, until the segmenter takes it
+  // The process-wide engine and worker (shared-engine=true), held from start() to stop() only,
+  // so that the pool frees them when the last element stops.
+  std::shared_ptr<speakerseg::SharedScheduler> scheduler;
+  speakerseg::SharedSegmenterChannel* channel = nullptr;   // `segmenter`, when it is one
+  std::unique_ptr<speakerseg::WindowSegmenter> segmenter;  // from the first buffer on
   std::unique_ptr<speakerseg::WindowBuffer> windows;
   GstAudioInfo info;
   std::vector<float> scratch;
@@ -384,6 +435,32 @@ void forget_stretch(Stream* s) {
   if (s->windows) s->windows->reset();
   s->have_base = false;
   s->base = 0;
+  s->next_stats = GST_CLOCK_TIME_NONE;
+}
+
+// Posts a speaker-change-stats element message when stats-interval seconds of stream time have
+// passed since the last one (or since the stretch began).
+void post_stats_if_due(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  if (s->stats_interval == 0 || !s->segmenter || !s->have_base) return;
+  const GstClockTime now = sample_time(s, s->windows->total());
+  if (!GST_CLOCK_TIME_IS_VALID(s->next_stats))
+    s->next_stats = sample_time(s, 0) + s->stats_interval;
+  if (now < s->next_stats) return;
+  s->next_stats += s->stats_interval * ((now - s->next_stats) / s->stats_interval + 1);
+
+  const speakerseg::WindowSegmenter& w = *s->segmenter;
+  const int batch = s->channel ? s->channel->last_shared_batch_size() : w.last_batch_size();
+  const double inference = s->channel ? s->channel->current_delay_seconds() : 0.0;
+  const GstClockTime delay =
+      static_cast<GstClockTime>(std::llround((s->settings.latency + inference) * GST_SECOND));
+  GstStructure* st =
+      gst_structure_new("speaker-change-stats", "queue-depth", G_TYPE_UINT,
+                        static_cast<guint>(w.queue_depth()), "last-batch-size", G_TYPE_INT, batch,
+                        "dropped-windows", G_TYPE_UINT64, static_cast<guint64>(w.dropped_windows()),
+                        "delay", G_TYPE_UINT64, static_cast<guint64>(delay), nullptr);
+  GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
 }
 
 // Ends the current stretch: runs the last partial window, makes every frame final, sends what is
@@ -404,7 +481,7 @@ GstFlowReturn end_stretch(GstSpeakerChange* self) {
 bool ensure_segmenter(GstSpeakerChange* self) {
   Stream* s = self->stream;
   if (s->segmenter) return true;
-  if (!s->engine) {
+  if (!s->engine && !s->scheduler) {
     GST_ELEMENT_ERROR(self, CORE, STATE_CHANGE, ("Data arrived before the element was started"),
                       (nullptr));
     return false;
@@ -424,13 +501,25 @@ bool ensure_segmenter(GstSpeakerChange* self) {
   options.batch_size = mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : s->batch_size;
   options.max_queue = live ? kLiveMaxQueue : 2 * options.batch_size;
   options.drop_when_late = live;
-  GST_INFO_OBJECT(self, "upstream is %s: %s mode, batch %d, queue %d, %s",
+  GST_INFO_OBJECT(self, "upstream is %s: %s mode, batch %d, queue %d, %s, %s",
                   live ? "live" : "not live", enum_nick(GST_TYPE_SPEAKER_CHANGE_MODE, mode),
-                  options.batch_size, options.max_queue,
-                  live ? "dropping late windows" : "back-pressure");
+                  s->scheduler ? s->scheduler->batch_size() : options.batch_size, options.max_queue,
+                  live ? "dropping late windows" : "back-pressure",
+                  s->scheduler ? "shared engine" : "own engine");
   try {
-    s->segmenter =
-        std::make_unique<speakerseg::AsyncSegmenter>(std::move(s->engine), s->settings, options);
+    if (s->scheduler) {
+      speakerseg::SharedChannelOptions shared;
+      shared.max_queue = options.max_queue;
+      shared.drop_when_late = options.drop_when_late;
+      shared.max_batch_wait = s->max_batch_wait;
+      auto channel =
+          std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings, shared);
+      s->channel = channel.get();
+      s->segmenter = std::move(channel);
+    } else {
+      s->segmenter =
+          std::make_unique<speakerseg::AsyncSegmenter>(std::move(s->engine), s->settings, options);
+    }
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Could not start the inference worker: %s", e.what()),
                       (nullptr));
@@ -480,11 +569,110 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
     s->have_base = true;
   }
   if (n > 0) s->windows->push(samples, n, submitter(s));
+  post_stats_if_due(self);
   return emit_ready(self);
 }
 
 // ---------------------------------------------------------------------------------------------
 // GstBaseTransform / GstAudioFilter vfuncs
+
+// Errors and warnings of the engine's creation, posted by the caller once the pool's lock is free.
+using Reports = std::vector<std::function<void()>>;
+
+// Thrown out of the pool's factory when create_engine() failed (and said why in its reports).
+struct EngineNotCreated {};
+
+// Loads the model and creates the engine start() asked for (use_cuda: the CUDA engine, falling
+// back to the CPU for engine=auto). Null on failure, with the error in `reports`. A `shared`
+// engine may outlive this element, so its warnings go to the debug log, not to the element.
+std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* self,
+                                                              const Settings& p, bool use_cuda,
+                                                              [[maybe_unused]] int max_batch,
+                                                              [[maybe_unused]] bool shared,
+                                                              Reports& reports) {
+  std::unique_ptr<speakerseg::SegmentationEngine> engine;
+  std::shared_ptr<const speakerseg::SegmentationModel> model;
+  try {
+    model = speakerseg::SegmentationModel::load_onnx(p.model);
+  } catch (const std::exception& e) {
+    const std::string what = e.what(), path = p.model;
+    if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
+      reports.push_back([self, what, path] {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", what.c_str()),
+                          ("model property: '%s'", path.c_str()));
+      });
+    else
+      reports.push_back([self, what, path] {
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", what.c_str()),
+                          ("model property: '%s' (set it, or the SPEAKERCHANGE_MODEL environment "
+                           "variable, to the path of segmentation-3.0.onnx)",
+                           path.c_str()));
+      });
+    return nullptr;
+  }
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (use_cuda) {
+    try {
+      speakerseg::CudaEngineOptions options;
+      options.device = p.device;
+      switch (p.lstm_algorithm) {
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kStandard;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistStaticSmallH;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistDynamic;
+          break;
+        default:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kAuto;
+      }
+      options.cuda_graphs = p.cuda_graphs;
+      // The engine takes the memory for its largest batch now.
+      options.max_batch = max_batch;
+      if (shared)
+        options.warn = [](const std::string& m) { GST_WARNING("shared engine: %s", m.c_str()); };
+      else
+        options.warn = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
+      engine = speakerseg::make_cuda_engine(model, options);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      const int device = p.device;
+      if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
+        reports.push_back([self, what, device] {
+          GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                            ("Could not create the CUDA engine: %s", what.c_str()),
+                            ("engine=cuda, device=%d", device));
+        });
+        return nullptr;
+      }
+      reports.push_back([self, what, device] {
+        GST_ELEMENT_WARNING(
+            self, RESOURCE, SETTINGS,
+            ("Could not create the CUDA engine, using the CPU engine: %s", what.c_str()),
+            ("engine=auto, device=%d", device));
+      });
+      use_cuda = false;
+    }
+  }
+#endif
+  if (!use_cuda) {
+    try {
+      speakerseg::CpuEngineOptions options;
+      options.threads = p.threads;
+      engine = speakerseg::make_cpu_engine(model, options);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      reports.push_back([self, what] {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                          ("Could not create the CPU engine: %s", what.c_str()), (nullptr));
+      });
+      return nullptr;
+    }
+  }
+  return engine;
+}
 
 gboolean speaker_change_start(GstBaseTransform* trans) {
   auto* self = GST_SPEAKER_CHANGE(trans);
@@ -513,20 +701,6 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
     return FALSE;
   }
 
-  std::shared_ptr<const speakerseg::SegmentationModel> model;
-  try {
-    model = speakerseg::SegmentationModel::load_onnx(p.model);
-  } catch (const std::exception& e) {
-    if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()),
-                        ("model property: '%s'", p.model.c_str()));
-    else
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()),
-                        ("model property: '%s' (set it, or the SPEAKERCHANGE_MODEL environment "
-                         "variable, to the path of segmentation-3.0.onnx)",
-                         p.model.c_str()));
-    return FALSE;
-  }
   // engine=cuda, or engine=auto with a GPU present, takes the CUDA engine where the build has it.
   bool use_cuda = false;
 #ifdef SPEAKERSEG_HAVE_CUDA
@@ -538,55 +712,47 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
     if (!use_cuda)
       GST_INFO_OBJECT(self, "no CUDA device found (%s): using the CPU engine", why.c_str());
   }
-  if (use_cuda) {
-    try {
-      speakerseg::CudaEngineOptions options;
-      options.device = p.device;
-      switch (p.lstm_algorithm) {
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kStandard;
-          break;
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistStaticSmallH;
-          break;
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistDynamic;
-          break;
-        default:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kAuto;
-      }
-      options.cuda_graphs = p.cuda_graphs;
-      // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so
-      // it plans for the full batch like throughput mode. The engine takes that memory now.
-      options.max_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
-      options.warn = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
-      s->engine = speakerseg::make_cuda_engine(model, options);
-    } catch (const std::exception& e) {
-      if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                          ("Could not create the CUDA engine: %s", e.what()),
-                          ("engine=cuda, device=%d", p.device));
-        return FALSE;
-      }
-      GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
-                          ("Could not create the CUDA engine, using the CPU engine: %s", e.what()),
-                          ("engine=auto, device=%d", p.device));
-      use_cuda = false;
-    }
-  }
 #endif
-  if (!use_cuda) {
+  // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so it
+  // plans for the full batch like throughput mode.
+  const int engine_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
+  Reports reports;
+  if (p.shared_engine) {
+    speakerseg::EngineKey key;
+    key.model_path = p.model;
+    key.kind = use_cuda ? "cuda" : "cpu";
+    key.device = use_cuda ? std::to_string(p.device) : "";
+    key.options = "threads=" + std::to_string(p.threads) + ";lstm-algorithm=" +
+                  enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
+                  ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
+                  ";batch-size=" + std::to_string(engine_batch);
     try {
-      speakerseg::CpuEngineOptions options;
-      options.threads = p.threads;
-      s->engine = speakerseg::make_cpu_engine(model, options);
+      s->scheduler = speakerseg::EnginePool::instance().get(key, engine_batch, [&] {
+        auto engine = create_engine(self, p, use_cuda, engine_batch, true, reports);
+        if (!engine) throw EngineNotCreated();  // `reports` says why
+        return engine;
+      });
+    } catch (const EngineNotCreated&) {
     } catch (const std::exception& e) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Could not create the CPU engine: %s", e.what()),
-                        (nullptr));
-      return FALSE;
+      const std::string what = e.what();
+      reports.push_back([self, what] {
+        GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                          ("Could not start the shared inference worker: %s", what.c_str()),
+                          (nullptr));
+      });
     }
+    // Posted outside the pool's lock: a bus sync handler may start another element.
+    for (const auto& report : reports) report();
+    if (!s->scheduler) return FALSE;
+    GST_INFO_OBJECT(self, "model %s, shared engine %s (batch %d, key %s)", p.model.c_str(),
+                    s->scheduler->description().c_str(), s->scheduler->batch_size(),
+                    key.options.c_str());
+  } else {
+    s->engine = create_engine(self, p, use_cuda, engine_batch, false, reports);
+    for (const auto& report : reports) report();
+    if (!s->engine) return FALSE;
+    GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
   }
-  GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
 
   s->settings = speakerseg::StreamSettings{};
   s->settings.step = p.step;
@@ -595,12 +761,15 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->settings.min_silence = p.min_silence;
   s->mode = p.mode;
   s->batch_size = p.batch_size;
+  s->max_batch_wait = p.max_batch_wait < 0 ? p.step / 2 : p.max_batch_wait;
+  s->stats_interval = static_cast<GstClockTime>(std::llround(p.stats_interval * GST_SECOND));
   try {
     s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,
                                                             speakerseg::step_samples(s->settings));
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid step: %s", e.what()), (nullptr));
     s->engine.reset();
+    s->scheduler.reset();
     return FALSE;
   }
   forget_stretch(s);
@@ -609,8 +778,10 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
 
 gboolean speaker_change_stop(GstBaseTransform* trans) {
   Stream* s = GST_SPEAKER_CHANGE(trans)->stream;
-  s->segmenter.reset();  // stops and joins the worker
+  s->segmenter.reset();  // stops and joins the worker, or leaves the shared one
+  s->channel = nullptr;
   s->engine.reset();
+  s->scheduler.reset();  // the pool frees the shared engine when its last element stops
   s->windows.reset();
   s->scratch = {};
   s->s16_scratch = {};
@@ -766,6 +937,15 @@ void speaker_change_set_property(GObject* object, guint prop_id, const GValue* v
     case PROP_COMPAT_RSTRANSCRIBE:
       p.compat_rstranscribe = g_value_get_boolean(value);
       break;
+    case PROP_SHARED_ENGINE:
+      p.shared_engine = g_value_get_boolean(value);
+      break;
+    case PROP_MAX_BATCH_WAIT:
+      p.max_batch_wait = g_value_get_double(value);
+      break;
+    case PROP_STATS_INTERVAL:
+      p.stats_interval = g_value_get_double(value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -826,6 +1006,15 @@ void speaker_change_get_property(GObject* object, guint prop_id, GValue* value, 
       break;
     case PROP_COMPAT_RSTRANSCRIBE:
       g_value_set_boolean(value, p.compat_rstranscribe);
+      break;
+    case PROP_SHARED_ENGINE:
+      g_value_set_boolean(value, p.shared_engine);
+      break;
+    case PROP_MAX_BATCH_WAIT:
+      g_value_set_double(value, p.max_batch_wait);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_double(value, p.stats_interval);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -1036,6 +1225,46 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
                            "Also push 'rstranscribe/speaker-change' events (gst-plugins-rs "
                            "caption elements)",
                            FALSE, kPlayingFlags));
+  /**
+   * GstSpeakerChange:shared-engine:
+   *
+   * Share one engine and one inference worker with every other speakerchange of the process that
+   * has the same model, engine kind, device, threads, lstm-algorithm, cuda-graphs and engine batch
+   * size (batch-size, or 1 in `latency` mode). Their windows then run together in batches of up
+   * to that size, each stream keeping its own speakers and results. %FALSE gives the element its
+   * own engine and worker. The shared engine is released when the last element using it stops.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_SHARED_ENGINE,
+      g_param_spec_boolean("shared-engine", "Shared engine",
+                           "Share one engine and worker with the other speakerchange elements of "
+                           "the process that have the same model and engine settings",
+                           TRUE, kReadyFlags));
+  /**
+   * GstSpeakerChange:max-batch-wait:
+   *
+   * With #GstSpeakerChange:shared-engine, the most seconds a window waits for windows of other
+   * streams to fill a batch before it runs anyway (0: run what is there). -1, the default, means
+   * half of #GstSpeakerChange:step. Ignored with an own engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_BATCH_WAIT,
+      g_param_spec_double("max-batch-wait", "Maximum batch wait",
+                          "Seconds a window may wait for other streams' windows to fill a shared "
+                          "batch (-1 = half of step; shared engine only)",
+                          -1.0, 10.0, kDefaultMaxBatchWait, kReadyFlags));
+  /**
+   * GstSpeakerChange:stats-interval:
+   *
+   * Post a `speaker-change-stats` element message every this many seconds of stream time
+   * (0: never). See the element description for its fields.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_double("stats-interval", "Statistics interval",
+                          "Seconds of stream time between 'speaker-change-stats' messages (0 = "
+                          "none)",
+                          0.0, 3600.0, 0.0, kReadyFlags));
 
   GstCaps* caps = gst_caps_from_string(
       "audio/x-raw, format = (string) { F32LE, S16LE }, rate = (int) 16000, channels = (int) 1, "

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "audio_file.h"
+#include "engine_pool.h"
 #include "gstspeakerchange.h"
 
 namespace {
@@ -135,6 +136,13 @@ Change parse_change(const GstStructure* s) {
   return c;
 }
 
+// A speaker-change-stats message.
+struct Stats {
+  guint queue_depth = 0;
+  gint last_batch_size = 0;
+  guint64 dropped_windows = 0, delay = 0;
+};
+
 // What reached the harness's sink pad, in order.
 struct Item {
   enum Kind { kBuffer, kChange, kRstranscribe, kFlushStop, kGap, kEos } kind;
@@ -233,9 +241,22 @@ class ElementRun {
     while (GstMessage* m = gst_bus_pop_filtered(bus_, GST_MESSAGE_ELEMENT)) {
       const GstStructure* s = gst_message_get_structure(m);
       if (s && gst_structure_has_name(s, "speaker-change")) messages_.push_back(parse_change(s));
+      if (s && gst_structure_has_name(s, "speaker-change-stats")) {
+        Stats st;
+        EXPECT_TRUE(gst_structure_get_uint(s, "queue-depth", &st.queue_depth));
+        EXPECT_TRUE(gst_structure_get_int(s, "last-batch-size", &st.last_batch_size));
+        EXPECT_TRUE(gst_structure_get_uint64(s, "dropped-windows", &st.dropped_windows));
+        EXPECT_TRUE(gst_structure_get_uint64(s, "delay", &st.delay));
+        stats_.push_back(st);
+      }
       gst_message_unref(m);
     }
     return messages_;
+  }
+  // Every speaker-change-stats message posted so far.
+  std::vector<Stats> stats() {
+    messages();
+    return stats_;
   }
   // The errors posted so far.
   std::vector<std::string> errors() {
@@ -322,6 +343,7 @@ class ElementRun {
   bool s16_ = false;
   std::vector<Item> items_;
   std::vector<Change> messages_;
+  std::vector<Stats> stats_;
   std::vector<uint8_t> input_, output_;
   std::vector<GstClockTime> input_pts_, output_pts_;
 };
@@ -745,6 +767,133 @@ TEST(SpeakerChangeElement, CompatRstranscribeEvents) {
   }
   EXPECT_EQ(compat, static_cast<int>(run.events().size()));
   EXPECT_GE(compat, 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The process-wide shared engine (shared-engine=true, the default).
+
+void own_engine(GstElement* e) {
+  g_object_set(e, "shared-engine", FALSE, nullptr);
+}
+
+// What one element with its own engine finds in the whole of sample.wav.
+const std::vector<Change>& own_engine_reference(const std::vector<float>& audio) {
+  static const std::vector<Change> changes = [&] {
+    ElementRun run(own_engine);
+    run.push(audio, 0, audio.size(), 0);
+    run.eos();
+    return run.events();
+  }();
+  return changes;
+}
+
+// The same changes, but for the rounding of batched inference in `confidence`.
+void expect_identical(const std::vector<Change>& got, const std::vector<Change>& want) {
+  ASSERT_EQ(got.size(), want.size()) << "got:" << describe(got) << "\nwant:" << describe(want);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].timestamp, want[i].timestamp) << i << ": " << got[i] << " vs " << want[i];
+    EXPECT_EQ(got[i].running_time, want[i].running_time) << i;
+    EXPECT_EQ(got[i].stream_time, want[i].stream_time) << i;
+    EXPECT_EQ(got[i].delay, want[i].delay) << i;
+    EXPECT_EQ(got[i].speaker, want[i].speaker) << i;
+    EXPECT_EQ(got[i].previous, want[i].previous) << i;
+    EXPECT_EQ(got[i].active, want[i].active) << i;
+    EXPECT_NEAR(got[i].confidence, want[i].confidence, 1e-3) << i;
+  }
+}
+
+// Feeds audio[from, to) to both runs, one second at a time, alternately.
+void push_both(ElementRun& a, ElementRun& b, const std::vector<float>& audio, size_t from,
+               size_t to) {
+  for (size_t i = from; i < to; i += kRate) {
+    const size_t end = std::min(to, i + kRate);
+    const GstClockTime pts = gst_util_uint64_scale_int(i, GST_SECOND, kRate);
+    a.push(audio, i, end, pts);
+    b.push(audio, i, end, pts);
+  }
+}
+
+TEST(SpeakerChangeElement, SharedEngineGivesWhatAnOwnEngineGives) {
+  REQUIRE_SAMPLE();
+  const auto& want = own_engine_reference(sample);
+  ASSERT_FALSE(want.empty());
+  const size_t pools = speakerseg::EnginePool::instance().size();
+  {
+    ElementRun a, b;
+    gboolean shared = FALSE;
+    g_object_get(a.harness()->element, "shared-engine", &shared, nullptr);
+    EXPECT_TRUE(shared);
+    // Both elements started on one engine.
+    EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools + 1);
+    push_both(a, b, sample, 0, sample.size());
+    a.eos();
+    b.eos();
+    EXPECT_EQ(a.messages(), a.events());  // before errors(), which discards other messages
+    EXPECT_TRUE(a.errors().empty());
+    EXPECT_TRUE(b.errors().empty());
+    expect_identical(a.events(), want);
+    expect_identical(b.events(), want);
+  }
+  // The last element to stop released the engine.
+  EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
+}
+
+TEST(SpeakerChangeElement, FlushingOneSharedElementLeavesTheOtherAlone) {
+  REQUIRE_SAMPLE();
+  const auto& want = own_engine_reference(sample);
+  ElementRun a, b;
+  const size_t middle = std::min(samples(20), sample.size() / 2);
+  push_both(a, b, sample, 0, middle);
+  a.flush();
+  // `a` starts over from the beginning while `b` goes on.
+  for (size_t i = 0; i < sample.size(); i += kRate) {
+    const size_t end = std::min(sample.size(), i + kRate);
+    a.push(sample, i, end, gst_util_uint64_scale_int(i, GST_SECOND, kRate));
+    const size_t j = middle + i;
+    if (j < sample.size())
+      b.push(sample, j, std::min(sample.size(), j + kRate),
+             gst_util_uint64_scale_int(j, GST_SECOND, kRate));
+  }
+  a.eos();
+  b.eos();
+  EXPECT_TRUE(a.errors().empty());
+  EXPECT_TRUE(b.errors().empty());
+  // `b`: every change, in order, as if it had been alone.
+  expect_identical(b.events(), want);
+  // `a`: after the flush, a fresh time line with every change.
+  const auto& items = a.items();
+  auto flush = std::find_if(items.begin(), items.end(),
+                            [](const Item& i) { return i.kind == Item::kFlushStop; });
+  ASSERT_NE(flush, items.end());
+  std::vector<Change> after;
+  for (auto i = flush; i != items.end(); ++i)
+    if (i->kind == Item::kChange) after.push_back(i->change);
+  expect_identical(after, want);
+}
+
+TEST(SpeakerChangeElement, StatsIntervalPostsStatsMessages) {
+  REQUIRE_SAMPLE();
+  {
+    ElementRun run;  // stats-interval=0 by default: no stats
+    run.push(sample, 0, samples(12), 0);
+    run.eos();
+    EXPECT_TRUE(run.stats().empty());
+  }
+  ElementRun run([](GstElement* e) { g_object_set(e, "stats-interval", 5.0, nullptr); });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto stats = run.stats();  // before errors(), which discards other messages
+  EXPECT_TRUE(run.errors().empty());
+  // One message per 5 s of stream time.
+  const size_t expected = sample.size() / samples(5);
+  EXPECT_EQ(stats.size(), expected);
+  for (const auto& st : stats) {
+    EXPECT_GE(st.delay, kLatency);
+    EXPECT_EQ(st.dropped_windows, 0u);  // not live: back-pressure, nothing dropped
+    EXPECT_GE(st.last_batch_size, 0);
+    EXPECT_LE(st.last_batch_size, 32);
+    EXPECT_LE(st.queue_depth, 64u);  // 2 x batch-size
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

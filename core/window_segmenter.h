@@ -1,0 +1,43 @@
+// What a host needs from a worker that runs windows through the segmentation network off its own
+// thread: AsyncSegmenter (one engine per stream) and SharedSegmenterChannel (one stream of a
+// shared engine) both provide it, so a host can hold either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "speaker_change.h"
+#include "speaker_change_detector.h"
+
+namespace speakerseg {
+
+class WindowSegmenter {
+ public:
+  virtual ~WindowSegmenter() = default;
+
+  virtual void submit(WindowJob job) = 0;
+  // Changes ready so far, in order; never blocks on inference.
+  virtual std::vector<SpeakerChange> take_changes() = 0;
+  // Waits until every submitted window has been run.
+  virtual void drain() = 0;
+  // drain(), then finalises every frame up to stream position `end` (end of stream).
+  virtual void finish(int64_t end) = 0;
+  // Forgets queued windows, the timeline and unread changes (flush, discontinuity).
+  virtual void reset() = 0;
+
+  // The first inference error, if any ("" otherwise); no more windows are taken after it.
+  virtual std::string error() const = 0;
+  virtual uint64_t dropped_windows() const = 0;
+  virtual size_t queue_depth() const = 0;
+  // Windows of this stream in the last forward call that ran any.
+  virtual int last_batch_size() const = 0;
+
+ protected:
+  WindowSegmenter() = default;
+  WindowSegmenter(const WindowSegmenter&) = default;
+  WindowSegmenter& operator=(const WindowSegmenter&) = default;
+};
+
+}  // namespace speakerseg
