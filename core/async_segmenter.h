@@ -6,17 +6,16 @@
 // waiting, so nothing is lost. With it on (live sources), the oldest waiting window is dropped
 // instead, so the announcement delay cannot grow without bound when inference is slower than real
 // time; later windows still cover the dropped one's audio.
+//
+// It is the one-stream case of the shared engine: a private SharedScheduler with a single channel
+// that never waits for company, so the threading lives in one place (shared_segmenter.cpp).
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "speaker_change_detector.h"
+#include "shared_segmenter.h"
 #include "window_segmenter.h"
 
 namespace speakerseg {
@@ -52,22 +51,8 @@ class AsyncSegmenter final : public WindowSegmenter {
   int last_batch_size() const override;
 
  private:
-  void loop();
-
-  std::unique_ptr<SegmentationEngine> engine_;
-  SegmentationRunner runner_;  // used by the worker, or under mutex_ while it is idle
-  AsyncSegmenterOptions options_;
-
-  mutable std::mutex mutex_;
-  std::condition_variable wake_worker_, wake_host_;
-  std::deque<WindowJob> queue_;
-  std::vector<SpeakerChange> ready_;
-  bool busy_ = false, stop_ = false;
-  uint64_t generation_ = 0;  // bumped by reset(): results of older windows are discarded
-  uint64_t dropped_ = 0;
-  int last_batch_ = 0;
-  std::string error_;
-  std::thread worker_;
+  std::shared_ptr<SharedScheduler> scheduler_;
+  SharedSegmenterChannel channel_;
 };
 
 }  // namespace speakerseg
