@@ -49,5 +49,11 @@ size_t AsyncSegmenter::queue_depth() const {
 int AsyncSegmenter::last_batch_size() const {
   return channel_.last_batch_size();
 }
+int AsyncSegmenter::last_shared_batch_size() const {
+  return channel_.last_shared_batch_size();
+}
+double AsyncSegmenter::current_delay_seconds() const {
+  return channel_.current_delay_seconds();
+}
 
 }  // namespace speakerseg

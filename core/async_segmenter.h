@@ -49,6 +49,8 @@ class AsyncSegmenter final : public WindowSegmenter {
   uint64_t dropped_windows() const override;
   size_t queue_depth() const override;
   int last_batch_size() const override;
+  int last_shared_batch_size() const override;
+  double current_delay_seconds() const override;
 
  private:
   std::shared_ptr<SharedScheduler> scheduler_;

@@ -135,12 +135,9 @@ class SharedSegmenterChannel final : public WindowSegmenter {
   uint64_t dropped_windows() const override;
   uint64_t processed_windows() const;
   size_t queue_depth() const override;
-  // This channel's windows in the last batch that held any, and that batch's size, all channels.
   int last_batch_size() const override;
-  int last_shared_batch_size() const;
-  // What inference adds to the announcement delay now: seconds from submission to results of the
-  // last window run, or the age of the oldest window still waiting if that is longer (a backlog).
-  double current_delay_seconds() const;
+  int last_shared_batch_size() const override;
+  double current_delay_seconds() const override;
 
   const std::shared_ptr<SharedScheduler>& scheduler() const { return scheduler_; }
 

@@ -31,8 +31,13 @@ class WindowSegmenter {
   virtual std::string error() const = 0;
   virtual uint64_t dropped_windows() const = 0;
   virtual size_t queue_depth() const = 0;
-  // Windows of this stream in the last forward call that ran any.
+  // Windows of this stream in the last forward call that ran any, and that call's size counting
+  // every stream's windows (the same without a shared engine).
   virtual int last_batch_size() const = 0;
+  virtual int last_shared_batch_size() const = 0;
+  // What inference adds to the announcement delay now: seconds from submission to results of the
+  // last window run, or the age of the oldest window still waiting if that is longer (a backlog).
+  virtual double current_delay_seconds() const = 0;
 
  protected:
   WindowSegmenter() = default;

@@ -123,6 +123,10 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
   async.finish(wb.total());
   for (auto& c : async.take_changes()) got.push_back(c);
   EXPECT_TRUE(async.error().empty());
+  // The statistics an element reports come from the worker here too.
+  EXPECT_EQ(async.last_batch_size(), 1);
+  EXPECT_EQ(async.last_shared_batch_size(), 1);
+  EXPECT_GT(async.current_delay_seconds(), 0.0);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].sample, want[i].sample);

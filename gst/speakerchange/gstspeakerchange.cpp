@@ -254,7 +254,6 @@ struct Stream {
   // The process-wide engine and worker (shared-engine=true), held from start() to stop() only,
   // so that the pool frees them when the last element stops.
   std::shared_ptr<speakerseg::SharedScheduler> scheduler;
-  speakerseg::SharedSegmenterChannel* channel = nullptr;   // `segmenter`, when it is one
   std::unique_ptr<speakerseg::WindowSegmenter> segmenter;  // from the first buffer on
   std::unique_ptr<speakerseg::WindowBuffer> windows;
   GstAudioInfo info;
@@ -450,8 +449,8 @@ void post_stats_if_due(GstSpeakerChange* self) {
   s->next_stats += s->stats_interval * ((now - s->next_stats) / s->stats_interval + 1);
 
   const speakerseg::WindowSegmenter& w = *s->segmenter;
-  const int batch = s->channel ? s->channel->last_shared_batch_size() : w.last_batch_size();
-  const double inference = s->channel ? s->channel->current_delay_seconds() : 0.0;
+  const int batch = w.last_shared_batch_size();
+  const double inference = w.current_delay_seconds();
   const GstClockTime delay =
       static_cast<GstClockTime>(std::llround((s->settings.latency + inference) * GST_SECOND));
   GstStructure* st =
@@ -512,10 +511,8 @@ bool ensure_segmenter(GstSpeakerChange* self) {
       shared.max_queue = options.max_queue;
       shared.drop_when_late = options.drop_when_late;
       shared.max_batch_wait = s->max_batch_wait;
-      auto channel =
+      s->segmenter =
           std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings, shared);
-      s->channel = channel.get();
-      s->segmenter = std::move(channel);
     } else {
       s->segmenter =
           std::make_unique<speakerseg::AsyncSegmenter>(std::move(s->engine), s->settings, options);
@@ -779,7 +776,6 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
 gboolean speaker_change_stop(GstBaseTransform* trans) {
   Stream* s = GST_SPEAKER_CHANGE(trans)->stream;
   s->segmenter.reset();  // stops and joins the worker, or leaves the shared one
-  s->channel = nullptr;
   s->engine.reset();
   s->scheduler.reset();  // the pool frees the shared engine when its last element stops
   s->windows.reset();
