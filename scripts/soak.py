@@ -11,67 +11,28 @@ in that interval. Not part of the test suite (it runs for as long as it says).
 """
 import argparse
 import json
-import os
-import pathlib
 import sys
 import threading
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD_PLUGIN = pathlib.Path(os.environ.get("SPEAKERCHANGE_PLUGIN_DIR", ROOT / "build" / "gst" / "speakerchange"))
-if BUILD_PLUGIN.is_dir():
-    os.environ["GST_PLUGIN_PATH"] = os.pathsep.join(
-        p for p in (str(BUILD_PLUGIN), os.environ.get("GST_PLUGIN_PATH", "")) if p)
+from live_audio import DATA, RATE, GLib, Gst, read_recordings, rss_mib
 
-import gi  # noqa: E402
-
-gi.require_version("Gst", "1.0")
-from gi.repository import GLib, Gst  # noqa: E402
-
-RATE = 16000
 CHUNK = RATE // 50  # 20 ms buffers
-
-
-def read_all(data):
-    """Every recording of the folder, one after the other (16-bit PCM or float32 mono WAV)."""
-    out = []
-    for p in sorted(data.glob("*.wav")):
-        with open(p, "rb") as f:
-            raw = f.read()
-        # 16-bit PCM or float32 mono WAV: find the data chunk.
-        fmt = int.from_bytes(raw[20:22], "little")
-        i = 12
-        while i < len(raw):
-            cid, size = raw[i:i + 4], int.from_bytes(raw[i + 4:i + 8], "little")
-            if cid == b"data":
-                body = raw[i + 8:i + 8 + size]
-                x = (np.frombuffer(body, "<i2").astype(np.float32) / 32768) if fmt == 1 else np.frombuffer(body, "<f4")
-                out.append(x.astype(np.float32))
-                break
-            i += 8 + size + (size & 1)
-    return np.concatenate(out)
-
-
-def rss_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=120)
     ap.add_argument("--report-every", type=float, default=60)
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "pyannote-debug"))
+    ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--json", help="also append each report as a JSON line to this file")
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of speakerchange")
     a = ap.parse_intermixed_args()
 
     Gst.init(None)
-    audio = read_all(pathlib.Path(a.data))
+    audio = read_recordings(a.data)
     pipeline = Gst.parse_launch(
         "appsrc name=src is-live=true format=time block=true max-bytes=64000 "
         "caps=audio/x-raw,format=F32LE,rate=16000,channels=1,layout=interleaved ! "

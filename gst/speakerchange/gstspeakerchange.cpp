@@ -38,10 +38,12 @@
  *   active when the new turn began; during overlapped speech it holds more than `speaker`.
  * * #gdouble `confidence`: mean network activity of the new state (0..1) over the frames that
  *   confirmed it.
- * * #guint64 `delay`: nanoseconds between the change and the newest audio when it was announced:
- *   at least #GstSpeakerChange:latency (plus about the min-speech or min-silence that confirmed
- *   the turn), except for changes made final by the end of a stretch of stream (EOS,
- *   discontinuity, long gap), which are announced with the audio there is.
+ * * #guint64 `delay`: nanoseconds between the change and the newest audio when it became final
+ *   (the end of the window that decided it): at least #GstSpeakerChange:latency (plus about the
+ *   min-speech or min-silence that confirmed the turn), except for changes made final by the end
+ *   of a stretch of stream (EOS, discontinuity, long gap), which are announced with the audio
+ *   there is. It does not depend on how fast inference runs: in a live pipeline the time the
+ *   window waited and ran comes on top (`speaker-change-stats` reports it).
  *
  * The structure is sent
  *
@@ -87,9 +89,12 @@
  * shares one loaded model, one engine and one inference worker. The worker runs the waiting
  * windows of all those streams together, the oldest first, up to the batch size per inference;
  * each stream keeps its own time line, speaker labels, queue and results, and a flush or error of
- * one stream does not disturb the others. A window waits at most #GstSpeakerChange:max-batch-wait
- * seconds (default: half of #GstSpeakerChange:step) for other streams' windows to fill a batch;
- * a streaming thread waiting on its results (EOS, back-pressure) makes the worker run at once.
+ * one stream does not disturb the others. By default a window runs as soon as the worker is
+ * free, with every window waiting then; the windows that arrive while it runs make the next
+ * batch, so batches grow with the load by themselves and an idle worker adds no delay.
+ * #GstSpeakerChange:max-batch-wait above 0 makes a window wait up to that many seconds for other
+ * streams' windows to fill a batch (fewer, larger inferences at the cost of delay); a streaming
+ * thread waiting on its results (EOS, back-pressure) makes the worker run at once.
  * Queue sizes, dropping and back-pressure follow the element's mode as with an own engine. The
  * engine is created when the first such element starts and freed when the last one stops. With
  * %FALSE each element loads its own model and runs its own worker.
@@ -216,7 +221,9 @@ constexpr double kDefaultLatency = kCoreDefaults.latency;
 constexpr double kDefaultMinSpeech = kCoreDefaults.min_speech;
 constexpr double kDefaultMinSilence = kCoreDefaults.min_silence;
 constexpr int kDefaultBatchSize = 32;
-constexpr double kDefaultMaxBatchWait = -1;  // half of step
+// No waiting: under load the windows that arrive during one inference make the next batch anyway,
+// and waiting for company only adds delay when there is no load (docs/performance.md).
+constexpr double kDefaultMaxBatchWait = 0;
 
 // What the properties say; guarded by the object lock.
 struct Settings {
@@ -246,7 +253,7 @@ struct Stream {
   speakerseg::StreamSettings settings;
   GstSpeakerChangeMode mode = GST_SPEAKER_CHANGE_MODE_AUTO;
   int batch_size = kDefaultBatchSize;
-  double max_batch_wait = 0;                      // seconds, resolved (shared engine only)
+  double max_batch_wait = 0;                      // seconds (shared engine only)
   GstClockTime stats_interval = 0;                // 0: no speaker-change-stats messages
   GstClockTime next_stats = GST_CLOCK_TIME_NONE;  // buffer time of the next one
   std::unique_ptr<speakerseg::SegmentationEngine>
@@ -758,7 +765,7 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->settings.min_silence = p.min_silence;
   s->mode = p.mode;
   s->batch_size = p.batch_size;
-  s->max_batch_wait = p.max_batch_wait < 0 ? p.step / 2 : p.max_batch_wait;
+  s->max_batch_wait = p.max_batch_wait;
   s->stats_interval = static_cast<GstClockTime>(std::llround(p.stats_interval * GST_SECOND));
   try {
     s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,
@@ -1240,15 +1247,16 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
    * GstSpeakerChange:max-batch-wait:
    *
    * With #GstSpeakerChange:shared-engine, the most seconds a window waits for windows of other
-   * streams to fill a batch before it runs anyway (0: run what is there). -1, the default, means
-   * half of #GstSpeakerChange:step. Ignored with an own engine.
+   * streams to fill a batch before it runs anyway. 0, the default, runs what is waiting as soon
+   * as the worker is free (under load the batches fill by themselves). Ignored with an own
+   * engine.
    */
   g_object_class_install_property(
       gobject_class, PROP_MAX_BATCH_WAIT,
       g_param_spec_double("max-batch-wait", "Maximum batch wait",
                           "Seconds a window may wait for other streams' windows to fill a shared "
-                          "batch (-1 = half of step; shared engine only)",
-                          -1.0, 10.0, kDefaultMaxBatchWait, kReadyFlags));
+                          "batch (0 = run as soon as the worker is free; shared engine only)",
+                          0.0, 10.0, kDefaultMaxBatchWait, kReadyFlags));
   /**
    * GstSpeakerChange:stats-interval:
    *

@@ -44,9 +44,10 @@ G_BEGIN_DECLS
  *   (running time = clock time - base time). Field `running-time` (#guint64).
  * @stream_time: @timestamp as stream time (position in the media, what a seek bar shows), or
  *   #GST_CLOCK_TIME_NONE when it lies outside the segment. Field `stream-time` (#guint64).
- * @delay: nanoseconds between the change and the newest audio the element had when it announced
- *   it: at least the element's `latency` property plus the min-speech or min-silence that
- *   confirmed the turn, less at the end of a stream or stretch. Field `delay` (#guint64).
+ * @delay: nanoseconds between the change and the newest audio when it became final (the end of
+ *   the window that decided it): at least the element's `latency` property plus the min-speech
+ *   or min-silence that confirmed the turn, less at the end of a stream or stretch. In a live
+ *   pipeline the inference time comes on top. Field `delay` (#guint64).
  * @speaker: the new current speaker, `speaker-0`, `speaker-1`, ... in order of appearance in the
  *   element's stream; "" when nobody speaks. Labels are per element and per stretch of stream:
  *   `speaker-0` of two elements are not the same person. Never %NULL after a successful parse.
