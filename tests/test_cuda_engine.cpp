@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_engine.h"
@@ -252,6 +254,42 @@ TEST(CudaEngine, SaysWhetherThereIsADevice) {
   } catch (const EngineError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("no CUDA device found: ", 0), 0u) << e.what();
   }
+}
+
+// The module of this build loads here and in CI (the toolkit and cuDNN are installed), GPU or not:
+// only the device count may be zero.
+TEST(CudaModule, TheBuildsModuleLoads) {
+  const std::string environment = cuda_environment();
+  EXPECT_EQ(environment.rfind("CUDA engine module: " + cuda_module_path() + "\n", 0), 0u)
+      << environment;
+  EXPECT_NE(environment.find("cuDNN: 9."), std::string::npos) << environment;
+}
+
+// A module that cannot be loaded (missing, or its CUDA libraries absent) or that is not ours means
+// no CUDA device, and asking for the engine says what is wrong and how to fix it.
+TEST(CudaModule, AnUnloadableModuleIsAClearErrorNotACrash) {
+  const auto model = SegmentationModel::load_onnx(test::model_path());
+  const std::pair<const char*, const char*> cases[] = {
+      {"/nonexistent/libspeakerseg-cuda.so", "cannot load the CUDA engine module"},
+      {"libm.so.6", "is not a CUDA engine module of this build"},
+  };
+  for (const auto& [path, message] : cases) {
+    SCOPED_TRACE(path);
+    ASSERT_EQ(setenv("SPEAKERSEG_CUDA_MODULE", path, 1), 0);
+    EXPECT_EQ(cuda_module_path(), path);
+    std::string why;
+    EXPECT_EQ(cuda_device_count(&why), 0);
+    EXPECT_NE(why.find(message), std::string::npos) << why;
+    EXPECT_NE(cuda_environment().find(message), std::string::npos);
+    try {
+      make_cuda_engine(model, {});
+      ADD_FAILURE() << "an engine was made";
+    } catch (const EngineError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("CPU engine"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("SPEAKERSEG_CUDA_MODULE");
 }
 
 TEST(CudaEngine, AlgorithmNamesRoundTrip) {

@@ -24,9 +24,12 @@
 #include <vector>
 
 #include "cuda_kernels.h"
+#include "cuda_module.h"
 
 namespace speakerseg {
 namespace {
+
+int device_count(std::string* why);
 
 // ---------------------------------------------------------------------------------------------
 // Errors: every CUDA, cuBLAS and cuDNN status becomes an EngineError that names the call.
@@ -160,7 +163,7 @@ class CudaEngine final : public SegmentationEngine {
         std::fprintf(stderr, "speakerseg: warning: %s\n", m.c_str());
       };
     std::string why;
-    const int count = cuda_device_count(&why);
+    const int count = device_count(&why);
     if (count == 0) throw EngineError("no CUDA device found: " + why);
     if (options_.device < 0 || options_.device >= count)
       fail("CUDA device " + std::to_string(options_.device) + " does not exist (" +
@@ -841,33 +844,7 @@ class CudaEngine final : public SegmentationEngine {
   double seconds_[kStages] = {};
 };
 
-}  // namespace
-
-const char* lstm_algorithm_name(LstmAlgorithm algorithm) {
-  switch (algorithm) {
-    case LstmAlgorithm::kStandard:
-      return "standard";
-    case LstmAlgorithm::kPersistStaticSmallH:
-      return "persist-static-small-h";
-    case LstmAlgorithm::kPersistDynamic:
-      return "persist-dynamic";
-    case LstmAlgorithm::kAuto:
-      return "auto";
-  }
-  return "?";
-}
-
-bool parse_lstm_algorithm(const std::string& name, LstmAlgorithm* out) {
-  for (LstmAlgorithm a : {LstmAlgorithm::kStandard, LstmAlgorithm::kPersistStaticSmallH,
-                          LstmAlgorithm::kPersistDynamic, LstmAlgorithm::kAuto})
-    if (name == lstm_algorithm_name(a)) {
-      *out = a;
-      return true;
-    }
-  return false;
-}
-
-int cuda_device_count(std::string* why) {
+int device_count(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -883,11 +860,11 @@ int cuda_device_count(std::string* why) {
   return n;
 }
 
-std::string cuda_environment() {
+std::string environment() {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   std::string why;
-  const int n = cuda_device_count(&why);
+  const int n = device_count(&why);
   if (n == 0) line("GPU: none (" + why + ")");
   for (int d = 0; d < n; ++d) {
     cudaDeviceProp prop{};
@@ -932,10 +909,19 @@ std::string cuda_environment() {
   return out;
 }
 
-std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const SegmentationModel> model,
-                                                     const CudaEngineOptions& options) {
+std::unique_ptr<SegmentationEngine> make_engine(std::shared_ptr<const SegmentationModel> model,
+                                                const CudaEngineOptions& options) {
   if (!model) throw EngineError("make_cuda_engine: no model");
   return std::make_unique<CudaEngine>(std::move(model), options);
 }
 
+}  // namespace
 }  // namespace speakerseg
+
+extern "C" __attribute__((visibility("default"))) const speakerseg::cuda_module::Api*
+speakerseg_cuda_module() {
+  static const speakerseg::cuda_module::Api api{
+      speakerseg::cuda_module::kAbi, sizeof(speakerseg::cuda_module::Api), speakerseg::device_count,
+      speakerseg::environment, speakerseg::make_engine};
+  return &api;
+}

@@ -41,17 +41,26 @@ struct CudaEngineOptions {
   std::function<void(const std::string&)> warn;
 };
 
-// Number of CUDA devices this process can use; 0 when there is none or no usable driver, and then
-// *why (when given) says what CUDA reported. Never throws.
+// The engine itself lives in a module, libspeakerseg-cuda.so, that the functions below open on
+// first use (cuda_loader.cpp): only the module links the CUDA runtime, cuBLAS and cuDNN, so a CUDA
+// build runs on the CPU where they are missing. Where it is looked for, in this order:
+// $SPEAKERSEG_CUDA_MODULE, the build tree it was built in, the install location
+// (<libdir>/speakerchange). Returns the path that was (or would be) loaded.
+std::string cuda_module_path();
+
+// Number of CUDA devices this process can use; 0 when there is none, no usable driver, or the
+// module or its libraries cannot be loaded, and then *why (when given) says what went wrong.
+// Never throws.
 int cuda_device_count(std::string* why = nullptr);
 
-// One line per fact: each GPU's name and compute capability, driver, CUDA runtime, cuBLAS, cuDNN
-// and NVRTC versions (NVRTC as the dynamic loader finds it, since cuDNN loads it the same way).
-// Never throws; says what it could not find.
+// One line per fact: the module, each GPU's name and compute capability, driver, CUDA runtime,
+// cuBLAS, cuDNN and NVRTC versions (NVRTC as the dynamic loader finds it, since cuDNN loads it the
+// same way). Never throws; says what it could not find.
 std::string cuda_environment();
 
-// Throws EngineError with a clear message when there is no device, the device index does not
-// exist, the GPU is older than the build supports, or cuDNN/cuBLAS cannot be set up.
+// Throws EngineError with a clear message when the module or its libraries cannot be loaded,
+// there is no device, the device index does not exist, the GPU is older than the build supports,
+// or cuDNN/cuBLAS cannot be set up.
 std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const SegmentationModel> model,
                                                      const CudaEngineOptions& options = {});
 

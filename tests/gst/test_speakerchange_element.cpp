@@ -984,6 +984,23 @@ TEST(SpeakerChangeElement, CudaEngineWithoutADeviceFailsClearly) {
   EXPECT_EQ(auto_ret, GST_STATE_CHANGE_SUCCESS);
   EXPECT_TRUE(auto_errors.empty());
 }
+
+// A host without the CUDA libraries (or without the engine module): engine=cuda says so and how to
+// fix it, engine=auto runs on the CPU.
+TEST(SpeakerChangeElement, MissingCudaLibrariesFailClearlyAndAutoUsesTheCpu) {
+  ASSERT_EQ(setenv("SPEAKERSEG_CUDA_MODULE", "/nonexistent/libspeakerseg-cuda.so", 1), 0);
+  auto [ret, errors] =
+      try_start([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "engine", "cuda"); });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("cannot load the CUDA engine module"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("CPU engine"), std::string::npos) << errors[0];
+  auto [auto_ret, auto_errors] =
+      try_start([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "engine", "auto"); });
+  EXPECT_EQ(auto_ret, GST_STATE_CHANGE_SUCCESS);
+  EXPECT_TRUE(auto_errors.empty());
+  unsetenv("SPEAKERSEG_CUDA_MODULE");
+}
 #endif
 
 TEST(SpeakerChangeElement, StartsAndStopsWithoutData) {
