@@ -1,17 +1,22 @@
 #include "window_buffer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace speakerseg {
 
-WindowBuffer::WindowBuffer(int window_samples, int step_samples)
+WindowBuffer::WindowBuffer(int window_samples, int step_samples, int first_end)
     : window_(window_samples),
       step_(step_samples),
+      first_end_(first_end == 0 ? step_samples : first_end),
       ring_(window_samples, 0.f),
-      scratch_(window_samples, 0.f) {
+      scratch_(window_samples, 0.f),
+      last_end_(first_end_ - step_) {
   if (window_samples <= 0 || step_samples <= 0 || step_samples > window_samples)
     throw std::invalid_argument("WindowBuffer: need 0 < step <= window");
+  if (first_end_ < 1 || first_end_ > step_)
+    throw std::invalid_argument("WindowBuffer: need 0 < first_end <= step");
 }
 
 void WindowBuffer::push(const float* samples, size_t n, const WindowFn& on_window) {
@@ -44,7 +49,15 @@ void WindowBuffer::emit(const WindowFn& on_window) {
 
 void WindowBuffer::reset() {
   std::fill(ring_.begin(), ring_.end(), 0.f);
-  total_ = last_end_ = 0;
+  total_ = 0;
+  last_end_ = first_end_ - step_;
+}
+
+int staggered_first_end(int step_samples, uint64_t index) {
+  const double golden = 0.6180339887498949;
+  const double fraction = std::fmod(static_cast<double>(index % 1000003) * golden, 1.0);
+  const int first_end = step_samples - static_cast<int>(fraction * step_samples);
+  return std::clamp(first_end, 1, step_samples);
 }
 
 }  // namespace speakerseg

@@ -266,7 +266,8 @@ TEST(CudaModule, TheBuildsModuleLoads) {
 }
 
 // A module that cannot be loaded (missing, or its CUDA libraries absent) or that is not ours means
-// no CUDA device, and asking for the engine says what is wrong and how to fix it.
+// no CUDA device, and asking for the engine says what is wrong and how to fix it. Without an NVIDIA
+// driver that is said first, and the module is not even loaded for it.
 TEST(CudaModule, AnUnloadableModuleIsAClearErrorNotACrash) {
   const auto model = SegmentationModel::load_onnx(test::model_path());
   const std::pair<const char*, const char*> cases[] = {
@@ -277,16 +278,20 @@ TEST(CudaModule, AnUnloadableModuleIsAClearErrorNotACrash) {
     SCOPED_TRACE(path);
     ASSERT_EQ(setenv("SPEAKERSEG_CUDA_MODULE", path, 1), 0);
     EXPECT_EQ(cuda_module_path(), path);
+    EXPECT_NE(cuda_environment().find(message), std::string::npos);
     std::string why;
     EXPECT_EQ(cuda_device_count(&why), 0);
-    EXPECT_NE(why.find(message), std::string::npos) << why;
-    EXPECT_NE(cuda_environment().find(message), std::string::npos);
+    const bool driver = why.find("no NVIDIA driver") == std::string::npos;
+    const std::string expected = driver ? message : "no NVIDIA driver";
+    EXPECT_NE(why.find(expected), std::string::npos) << why;
     try {
       make_cuda_engine(model, {});
       ADD_FAILURE() << "an engine was made";
     } catch (const EngineError& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("CPU engine"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+      if (driver) {
+        EXPECT_NE(std::string(e.what()).find("CPU engine"), std::string::npos) << e.what();
+      }
     }
   }
   unsetenv("SPEAKERSEG_CUDA_MODULE");

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <vector>
 
 #include "async_segmenter.h"
 #include "model_spec.h"
@@ -42,6 +44,39 @@ TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
   EXPECT_EQ(got[4].second.back(), 0.f);
   wb.reset();
   EXPECT_EQ(wb.total(), 0);
+}
+
+TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {
+  WindowBuffer wb(10, 4, 1);
+  std::vector<int64_t> ends;
+  auto collect = [&](int64_t start, const float*) { ends.push_back(start + 10); };
+  EXPECT_FALSE(wb.has_tail());
+  wb.push(nullptr, 10, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{1, 5, 9}));
+  EXPECT_TRUE(wb.has_tail());
+  wb.reset();  // keeps the phase
+  ends.clear();
+  wb.push(nullptr, 6, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{1, 5}));
+  EXPECT_THROW(WindowBuffer(10, 4, 5), std::invalid_argument);
+  EXPECT_THROW(WindowBuffer(10, 4, -1), std::invalid_argument);
+}
+
+TEST(WindowBuffer, StaggeredPhasesSpreadStreamsOverAStep) {
+  const int step = 16000;
+  EXPECT_EQ(staggered_first_end(step, 0), step);
+  // Any number of streams started together: their windows come due spread over the step, never
+  // more than about twice as many in one tenth of it as an even spread would put there.
+  for (int n : {2, 10, 64, 1000}) {
+    std::vector<int> per_tenth(10, 0);
+    for (int i = 0; i < n; ++i) {
+      const int e = staggered_first_end(step, static_cast<uint64_t>(i));
+      ASSERT_GE(e, 1);
+      ASSERT_LE(e, step);
+      ++per_tenth[(e - 1) * 10 / step];
+    }
+    for (int c : per_tenth) EXPECT_LE(c, std::max(1, 2 * n / 10 + 1)) << n << " streams";
+  }
 }
 
 TEST(Powerset, ActivitySumsTheClassesHoldingEachSpeaker) {

@@ -1,7 +1,7 @@
-// Opens the CUDA engine module (cuda_module.h) on first use and forwards to it. A module that is
-// missing, or whose libraries (libcudart, libcublas, libcudnn) the dynamic loader cannot find,
-// becomes "no CUDA device" with the reason, and an EngineError that says how to fix it when the
-// CUDA engine is asked for; the CPU engine is unaffected.
+// Opens the CUDA engine module (cuda_module.h) on first use and forwards to it. No NVIDIA driver,
+// a module that is missing, or one whose libraries (libcudart, libcublas, libcudnn) the dynamic
+// loader cannot find, becomes "no CUDA device" with the reason, and an EngineError that says how
+// to fix it when the CUDA engine is asked for; the CPU engine is unaffected.
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -50,6 +50,21 @@ const Loaded& load(const std::string& path) {
   return m;
 }
 
+// Whether the NVIDIA driver's library is there at all. Checked before the module is loaded, so that
+// a machine without a driver never maps the CUDA runtime, cuBLAS and cuDNN (hundreds of MiB of
+// address space and their start-up work) just to count zero devices.
+bool driver_present(std::string* why) {
+  static const std::string error = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (lib) return std::string();
+    const char* e = dlerror();
+    return std::string("no NVIDIA driver (") + (e ? e : "libcuda.so.1 not found") +
+           "); is an NVIDIA GPU present with its driver installed (nvidia-smi)?";
+  }();
+  if (!error.empty() && why) *why = error;
+  return error.empty();
+}
+
 const char* kHowToFix =
     " (the module needs the NVIDIA driver, the CUDA 13 runtime, cuBLAS and cuDNN 9 where the "
     "dynamic loader finds them, e.g. LD_LIBRARY_PATH=/usr/local/cuda/lib64; "
@@ -64,6 +79,7 @@ std::string cuda_module_path() {
 }
 
 int cuda_device_count(std::string* why) {
+  if (!driver_present(why)) return 0;
   const Loaded& m = load(cuda_module_path());
   if (!m.api) {
     if (why) *why = m.error;
@@ -81,6 +97,8 @@ std::string cuda_environment() {
 
 std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const SegmentationModel> model,
                                                      const CudaEngineOptions& options) {
+  std::string why;
+  if (!driver_present(&why)) throw EngineError("no CUDA device found: " + why);
   const Loaded& m = load(cuda_module_path());
   if (!m.api) throw EngineError(m.error + kHowToFix);
   return m.api->make_engine(std::move(model), options);

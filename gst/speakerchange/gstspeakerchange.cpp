@@ -76,7 +76,10 @@
  * With #GstSpeakerChange:mode `auto` the element asks upstream with a LATENCY query when the first
  * buffer arrives. A live upstream selects the `latency` mode (one window per inference) and lets
  * the worker drop the oldest waiting window when inference cannot keep up with real time (at most
- * 4 windows wait), so the announcement delay stays bounded. A non-live upstream (files) selects
+ * 4 windows wait), so the announcement delay stays bounded. The live streams of one process get
+ * different window phases (the n-th one's windows end a golden-ratio fraction of a step off the
+ * first one's), so that channels started together do not all need inference at the same instant;
+ * the first window still comes within one step. A non-live upstream (files) selects
  * the `throughput` mode (batches of #GstSpeakerChange:batch-size windows) and back-pressure: up to
  * 2 x batch-size windows wait, then the streaming thread waits for the worker, and nothing is
  * lost. Without an answer to the query upstream counts as not live.
@@ -144,6 +147,7 @@
 #include "speakerchange-result.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -507,6 +511,15 @@ bool ensure_segmenter(GstSpeakerChange* self) {
   options.batch_size = mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : s->batch_size;
   options.max_queue = live ? kLiveMaxQueue : 2 * options.batch_size;
   options.drop_when_late = live;
+  if (live) {
+    // Live channels of one process are usually started together; give each its own window phase
+    // so that their windows do not all come due, and queue for inference, at the same instant.
+    static std::atomic<uint64_t> live_streams{0};
+    const int first_end =
+        speakerseg::staggered_first_end(s->windows->step_samples(), live_streams.fetch_add(1));
+    s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,
+                                                            s->windows->step_samples(), first_end);
+  }
   GST_INFO_OBJECT(self, "upstream is %s: %s mode, batch %d, queue %d, %s, %s",
                   live ? "live" : "not live", enum_nick(GST_TYPE_SPEAKER_CHANGE_MODE, mode),
                   s->scheduler ? s->scheduler->batch_size() : options.batch_size, options.max_queue,
