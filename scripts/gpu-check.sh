@@ -4,7 +4,7 @@
 # packages, it
 #   1. prints the GPU, driver, CUDA, cuDNN and NVRTC versions, before anything else;
 #   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the core, the CUDA
-#      engine, speakerseg and test_cuda_engine with plain compiler commands (no meson);
+#      engine module, speakerseg and test_cuda_engine with plain compiler commands (no meson);
 #   3. runs test_cuda_engine (ONNX Runtime parity of every algorithm, graphs off and on);
 #   4. prints a benchmark table: per-forward median and p99, windows/s, for batch 1, 8, 32, 128,
 #      512 x each LSTM algorithm x CUDA graphs on/off, and the CPU engine on the same windows.
@@ -192,19 +192,32 @@ compile() {  # compile SOURCE: one object, its log beside it
   cat "$WORK/obj/cuda_kernels.o.log"
   touch "$WORK/obj/FAILED"
 } &
-for src in "$SRC"/core/*.cpp "$SRC/core/cuda/cuda_engine.cpp"; do
+# As in meson.build: core (with the algorithm names) in libcore.a; the engine and the kernels in
+# the module libspeakerseg-cuda.so, the only thing that links the CUDA libraries; the loader, which
+# opens the module, in the programs.
+MODULE=$WORK/bin/libspeakerseg-cuda.so
+for src in "$SRC"/core/*.cpp "$SRC/core/cuda/lstm_algorithm.cpp" "$SRC/core/cuda/cuda_engine.cpp"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done
+CXXFLAGS+=(-DSPEAKERSEG_CUDA_MODULE_BUILD="\"$MODULE\"" -DSPEAKERSEG_CUDA_MODULE_INSTALLED="\"$MODULE\"")
+compile "$SRC/core/cuda/cuda_loader.cpp" &
 wait
 [ -e "$WORK/obj/FAILED" ] && die "compiling the core failed"
 for log in "$WORK"/obj/*.log; do grep -qi warning "$log" && cat "$log"; done
 rm -f "$WORK/libcore.a"
-ar rcs "$WORK/libcore.a" "$WORK"/obj/*.o || die "ar failed"
+ar rcs "$WORK/libcore.a" $(ls "$WORK"/obj/*.o | grep -v -e /cuda_engine.o -e /cuda_kernels.o \
+  -e /cuda_loader.o) || die "ar failed"
 
-LIBS=("$WORK/libcore.a" -L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32
-  -l:libsndfile.so.1 "$CUDART" "$CUBLAS" "$CUDNN" -ldl -lpthread -fopenmp
-  -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags -Wl,-rpath,"$DLIB:$lib_path")
+CPU_LIBS=(-L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32 -l:libsndfile.so.1
+  -ldl -lpthread -fopenmp -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags)
+"$CXX" -shared -fvisibility=hidden -o "$MODULE" "$WORK/obj/cuda_engine.o" "$WORK/obj/cuda_kernels.o" \
+  "$WORK/libcore.a" "${CPU_LIBS[@]}" "$CUDART" "$CUBLAS" "$CUDNN" -Wl,-rpath,"$DLIB:$lib_path" \
+  >"$WORK/module.log" 2>&1 || {
+  cat "$WORK/module.log"
+  die "linking $MODULE failed"
+}
+LIBS=("$WORK/obj/cuda_loader.o" "$WORK/libcore.a" "${CPU_LIBS[@]}" -Wl,-rpath,"$DLIB")
 "$CXX" "${CXXFLAGS[@]}" -DSPEAKERSEG_DEFAULT_MODEL="\"$DATA/model/segmentation-3.0.onnx\"" \
   -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
   -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
