@@ -29,36 +29,51 @@ void SpeakerStitcher::reset() {
   first_frame_ = finalized_end_ = 0;
 }
 
+float& SpeakerStitcher::Frame::at(int speaker) {
+  auto it = std::lower_bound(sum.begin(), sum.end(), speaker,
+                             [](const std::pair<int, float>& e, int g) { return e.first < g; });
+  if (it == sum.end() || it->first != speaker) it = sum.insert(it, {speaker, 0.f});
+  return it->second;
+}
+
 std::vector<int> SpeakerStitcher::match(int64_t k0, const float* activity, int frames) const {
-  const int n_global = static_cast<int>(labels_.size());
-  // Mean activity of every stream speaker on the frames this window shares with the timeline.
+  // The frames this window shares with the timeline, and the total mean activity on them of every
+  // stream speaker they hold.
   const int64_t lo = std::max<int64_t>({k0, first_frame_, 0});
   const int64_t hi = std::min<int64_t>(k0 + frames, covered_end());
-  std::vector<std::vector<float>> mean(n_global);
+  std::vector<const Frame*> shared;
   std::vector<int> rows;
+  std::vector<std::pair<int, double>> totals;  // (label, total), few entries
   for (int64_t k = lo; k < hi; ++k) {
     const Frame& f = frames_[static_cast<size_t>(k - first_frame_)];
     if (f.weight <= 0) continue;
+    shared.push_back(&f);
     rows.push_back(static_cast<int>(k - k0));
-    for (int g = 0; g < n_global; ++g)
-      mean[g].push_back(g < static_cast<int>(f.sum.size()) ? f.sum[g] / f.weight : 0.f);
+    for (const auto& [g, v] : f.sum) {
+      auto it = std::find_if(totals.begin(), totals.end(),
+                             [g = g](const auto& t) { return t.first == g; });
+      if (it == totals.end()) it = totals.insert(totals.end(), {g, 0.0});
+      it->second += v / f.weight;
+    }
   }
   // Candidates: the stream speakers most active on the shared frames.
   std::vector<std::pair<double, int>> total;
-  for (int g = 0; g < n_global; ++g) {
-    double t = 0;
-    for (float v : mean[g]) t += v;
+  for (const auto& [g, t] : totals)
     if (t > 0.5) total.emplace_back(t, g);
-  }
   std::sort(total.rbegin(), total.rend());
   if (total.size() > kMaxCandidates) total.resize(kMaxCandidates);
   const int nc = static_cast<int>(total.size());
+  std::vector<std::vector<float>> mean(nc, std::vector<float>(rows.size(), 0.f));
+  for (int c = 0; c < nc; ++c)
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (const auto& [g, v] : shared[r]->sum)
+        if (g == total[c].second) mean[c][r] = v / shared[r]->weight;
 
   // Soft Jaccard similarity between window speaker j and candidate c on the shared frames.
   double sim[kLocalSpeakers][kMaxCandidates] = {};
   for (int j = 0; j < kLocalSpeakers; ++j)
     for (int c = 0; c < nc; ++c) {
-      const auto& m = mean[total[c].second];
+      const auto& m = mean[c];
       double inter = 0, uni = 0;
       for (size_t r = 0; r < rows.size(); ++r) {
         const double a = activity[rows[r] * kLocalSpeakers + j], b = m[r];
@@ -128,10 +143,9 @@ void SpeakerStitcher::add_window(int64_t start_sample, const float* activity, in
     const int64_t k = k0 + i;
     if (k < first_frame_) continue;  // left padding, or frames already returned
     Frame& f = frames_[static_cast<size_t>(k - first_frame_)];
-    if (f.sum.size() < labels_.size()) f.sum.resize(labels_.size(), 0.f);
     f.weight += taper_[i];
     for (int j = 0; j < kLocalSpeakers; ++j)
-      if (map[j] >= 0) f.sum[map[j]] += taper_[i] * activity[i * kLocalSpeakers + j];
+      if (map[j] >= 0) f.at(map[j]) += taper_[i] * activity[i * kLocalSpeakers + j];
   }
 }
 
@@ -141,9 +155,9 @@ void SpeakerStitcher::finalize_before(int64_t end_frame, std::vector<FrameActivi
     const Frame& f = frames_[static_cast<size_t>(k - first_frame_)];
     FrameActivity fa;
     fa.frame = k;
-    fa.activity.resize(f.sum.size());
-    for (size_t g = 0; g < f.sum.size(); ++g)
-      fa.activity[g] = f.weight > 0 ? f.sum[g] / f.weight : 0.f;
+    fa.activity.reserve(f.sum.size());
+    for (const auto& [g, sum] : f.sum)
+      fa.activity.emplace_back(g, f.weight > 0 ? sum / f.weight : 0.f);
     out.push_back(std::move(fa));
   }
   finalized_end_ = std::max(finalized_end_, end_frame);

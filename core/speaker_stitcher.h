@@ -9,15 +9,23 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace speakerseg {
 
-// One frame of the stream-wide timeline: mean activity per stream speaker (index = label number;
-// shorter than the label list when later speakers had no activity there).
+// One frame of the stream-wide timeline: mean activity of the stream speakers some window gave
+// activity there, as (label number, activity) in label order; everyone else is 0. Sparse because
+// a stream collects labels for as long as it runs, while a frame only ever sees a few of them:
+// the cost of a window must not grow with the age of the stream.
 struct FrameActivity {
   int64_t frame = 0;
-  std::vector<float> activity;
+  std::vector<std::pair<int, float>> activity;
+  float of(int speaker) const {
+    for (const auto& [g, a] : activity)
+      if (g == speaker) return a;
+    return 0.f;
+  }
 };
 
 class SpeakerStitcher {
@@ -43,8 +51,9 @@ class SpeakerStitcher {
 
  private:
   struct Frame {
-    std::vector<float> sum;  // weighted activity per stream speaker
+    std::vector<std::pair<int, float>> sum;  // weighted activity per stream speaker, label order
     float weight = 0;
+    float& at(int speaker);  // the entry, made (0) where missing
   };
   std::vector<int> match(int64_t k0, const float* activity, int frames) const;
 

@@ -1,5 +1,6 @@
 #include "turn_tracker.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model_spec.h"
@@ -21,20 +22,19 @@ void TurnTracker::reset() {
 
 void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string>& labels,
                        int64_t announced_sample, std::vector<SpeakerChange>& out) {
-  const auto& a = frame.activity;
-  const int n = static_cast<int>(a.size());
-  auto active = [&](int g) { return g >= 0 && g < n && a[g] > onset_; };
+  const auto& a = frame.activity;  // (label, activity) in label order; others are 0
+  auto active = [&](int g) { return g >= 0 && frame.of(g) > onset_; };
 
   // Who holds the turn on this frame, before smoothing.
   int dominant = -1;
   float top = onset_;
-  for (int g = 0; g < n; ++g)
-    if (a[g] > top) top = a[g], dominant = g;
+  for (const auto& [g, v] : a)
+    if (v > top) top = v, dominant = g;
   int raw = dominant;
-  if (active(current_) && (dominant < 0 || a[dominant] - a[current_] < switch_margin_)) {
+  if (active(current_) && (dominant < 0 || top - frame.of(current_) < switch_margin_)) {
     raw = current_;
   } else if (pending_ >= 0 && active(pending_) &&
-             (dominant < 0 || a[dominant] - a[pending_] < switch_margin_)) {
+             (dominant < 0 || top - frame.of(pending_) < switch_margin_)) {
     raw = pending_;
   }
 
@@ -44,11 +44,11 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
   }
   double confidence = 0;
   if (raw >= 0) {
-    confidence = a[raw];
+    confidence = frame.of(raw);
   } else {
-    float top = 0;
-    for (float v : a) top = std::max(top, v);
-    confidence = 1.0 - top;
+    float loudest = 0;
+    for (const auto& [g, v] : a) loudest = std::max(loudest, v);
+    confidence = 1.0 - loudest;
   }
   if (raw != pending_) {
     pending_ = raw;
@@ -56,8 +56,8 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
     pending_frames_ = 0;
     pending_confidence_ = 0;
     pending_active_.clear();
-    for (int g = 0; g < n; ++g)
-      if (active(g)) pending_active_.push_back(labels[g]);
+    for (const auto& [g, v] : a)
+      if (v > onset_) pending_active_.push_back(labels[g]);
   }
   ++pending_frames_;
   pending_confidence_ += confidence;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """How many live channels one process sustains: speakerchange with the shared engine on and off.
 
-  /usr/bin/python3 scripts/capacity.py [--shared on off] [--seconds 60] [--warmup 20]
+  /usr/bin/python3 scripts/capacity.py [--shared on off] [--seconds 60] [--warmup 20] [--core]
                                        [--start 8] [--max 1024] [--step 1] [--latency 2]
                                        [--threads-shared 2] [--threads-own 1] [NAME=VALUE ...]
 
@@ -16,6 +16,10 @@ change became final, i.e. latency, step and min-speech/min-silence, which no eng
 changes). A trial passes when the p95 of the added delay is at most --slack (0.5 s) and no
 channel dropped a window (speaker-change-stats `dropped-windows`); i.e. announcements arrive
 within the element's latency promise + 0.5 s, with no audio skipped.
+
+--core runs each trial with `speakerseg live` instead (the same streaming logic, windows and shared
+scheduler without GStreamer, one process; its added delay is measured the same way), which is how
+the GPU check measures the CUDA engine where GStreamer is not installed.
 
 The search doubles N from --start until a trial fails, then bisects to within 1/16 of N. One line
 of JSON per trial, then a table with the largest N per configuration and the ratio. Any further
@@ -33,7 +37,7 @@ import time
 
 import numpy as np
 
-from live_audio import RATE, GLib, Gst, read_recordings, rss_mib
+from live_audio import RATE, ROOT, Gst, read_recordings, rss_mib
 
 BUFFER = RATE // 10  # 100 ms buffers, as capture sources commonly deliver
 
@@ -156,10 +160,17 @@ def trial(a):
 
 
 def run_trial(a, n, shared):
-    cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
-           "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
-           "--slack", str(a.slack), "--threads-shared", str(a.threads_shared),
-           "--threads-own", str(a.threads_own)] + a.props
+    if a.core:
+        # The same trial without GStreamer: the element's streaming logic in `speakerseg live`.
+        cmd = [str(a.speakerseg), "live", "--channels", str(n), "--seconds", str(a.seconds),
+               "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
+               "--engine", a.engine, "--threads",
+               str(a.threads_shared if shared == "on" else a.threads_own)] + (["--own"] if shared == "off" else [])
+    else:
+        cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
+               "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
+               "--slack", str(a.slack), "--threads-shared", str(a.threads_shared),
+               "--threads-own", str(a.threads_own)] + a.props
     out = subprocess.run(cmd, capture_output=True, text=True)
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or not lines:
@@ -203,6 +214,10 @@ def main():
     ap.add_argument("--slack", type=float, default=0.5, help="p95 of the delay load may add, seconds")
     ap.add_argument("--threads-shared", type=int, default=2, help="threads of the one shared engine")
     ap.add_argument("--threads-own", type=int, default=1, help="threads of each channel's own engine")
+    ap.add_argument("--core", action="store_true",
+                    help="run the trials with `speakerseg live` (core streaming logic, no GStreamer)")
+    ap.add_argument("--engine", default="cpu", help="with --core: cpu or cuda")
+    ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")
     a = ap.parse_intermixed_args()

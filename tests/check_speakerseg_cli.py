@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end check of `speakerseg`: logits of a whole recording against ONNX Runtime, and the
-clear refusals (wrong sample rate, missing model)."""
+"""End-to-end check of `speakerseg`: logits of a whole recording against ONNX Runtime, the clear
+refusals (wrong sample rate, missing model), and `live` channels giving a result line."""
+import json
 import pathlib
 import subprocess
 import sys
@@ -42,6 +43,20 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r} lacks {expect!r}")
         else:
             print(f"refused as expected: {r.stderr.splitlines()[0]}")
+
+# `live`: real-time channels through the streaming logic, one JSON line (the capacity benchmark's
+# core trial). Three channels for 13 s of real time, so that windows run, changes are announced
+# after the 1 s warm-up, and nothing is dropped on an otherwise idle engine.
+r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
+                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1"],
+                   capture_output=True, text=True)
+try:
+    live = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"speakerseg live: {live}")
+    if r.returncode != 0 or live["channels"] != 3 or live["error"] or live["changes"] < 1:
+        failures.append(f"live: exit {r.returncode}, {live}")
+except (ValueError, IndexError, KeyError) as e:
+    failures.append(f"live: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
 
 for f in failures:
     print("FAIL:", f)

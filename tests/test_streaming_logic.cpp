@@ -127,7 +127,7 @@ TEST(SpeakerStitcher, KeepsStreamLabelsWhenWindowLabelsPermute) {
   for (const auto& f : out) {
     if (f.frame >= total) continue;
     const int want = (f.frame / 178) % 2;
-    const float mine = want < static_cast<int>(f.activity.size()) ? f.activity[want] : 0.f;
+    const float mine = f.of(want);
     if (mine < 0.5f) ++wrong;
   }
   EXPECT_EQ(wrong, 0);
@@ -148,8 +148,30 @@ TEST(SpeakerStitcher, HistoryStaysBoundedOnLongStreams) {
   EXPECT_EQ(st.labels().size(), 1u);
 }
 
-FrameActivity frame(int64_t k, std::vector<float> a) {
-  return FrameActivity{k, std::move(a)};
+// Every window brings a new speaker (active only on frames no earlier window covered), so labels
+// pile up; each frame must still carry only the few speakers that were active on it, which keeps
+// the cost of a window independent of how long the stream has run.
+TEST(SpeakerStitcher, FramesCarryOnlyTheirOwnSpeakersHoweverManyLabelsPileUp) {
+  SpeakerStitcher st(0.2, 0.5);
+  std::vector<FrameActivity> out;
+  size_t widest = 0;
+  for (int w = 0; w < 400; ++w) {
+    std::vector<float> a(589 * 3, 0.f);
+    for (int i = 589 - 40; i < 589; ++i) a[i * 3 + w % 3] = 1.f;
+    const int64_t start = static_cast<int64_t>(w + 1) * 16000 - kWindowSamples;
+    st.add_window(start, a.data(), 589);
+    st.finalize_before(SpeakerStitcher::frame_of_window_start(start) + 470, out);
+    for (const auto& f : out) widest = std::max(widest, f.activity.size());
+    out.clear();
+  }
+  EXPECT_GT(st.labels().size(), 100u);
+  EXPECT_LE(widest, 4u);
+}
+
+FrameActivity frame(int64_t k, const std::vector<float>& a) {
+  FrameActivity f{k, {}};
+  for (size_t g = 0; g < a.size(); ++g) f.activity.emplace_back(static_cast<int>(g), a[g]);
+  return f;
 }
 
 TEST(TurnTracker, SmoothsShortPausesAndKeepsTheTurnThroughOverlap) {

@@ -8,17 +8,22 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "async_segmenter.h"
 #include "audio_file.h"
 #include "npy.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "cuda/cuda_engine.h"
 #endif
 #include "segmentation_engine.h"
+#include "shared_segmenter.h"
 #include "sliding_windows.h"
 #include "speaker_change_detector.h"
+#include "window_buffer.h"
 
 using namespace speakerseg;
 
@@ -40,10 +45,16 @@ const char kUsage[] =
     "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
     "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
     "      --offline: final at the end, with all the right context there is).\n"
+    "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
+    "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
+    "      N live channels in real time through the element's streaming logic without GStreamer\n"
+    "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
+    "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
+    "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped.\n"
     "  speakerseg info   [--model M]\n"
     "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
     "\n"
-    "  logits, bench and changes also take the engine options\n"
+    "  logits, bench, changes and live also take the engine options\n"
     "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
     "    --device N               GPU index (CUDA engine)\n"
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
@@ -76,7 +87,7 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) throw std::invalid_argument("no command given");
   a.command = argv[1];
-  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs", "tf32"};
+  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs", "tf32", "own"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
@@ -327,6 +338,110 @@ int cmd_bench(const Args& a) {
   return 0;
 }
 
+// N live channels, each fed 100 ms buffers in real time by one of --feeders threads (the
+// streaming threads' part), through WindowBuffer and a WindowSegmenter as the element does, so
+// that the shared engine's capacity can be measured where GStreamer is not installed (the GPU
+// check). A change's added delay is the wall time when it is taken minus the time the buffer
+// holding its deciding sample arrived: waiting for the worker, inference and stitching.
+int cmd_live(const Args& a) {
+  using Clock = std::chrono::steady_clock;
+  const int n = positive(a, "channels", 1);
+  const double seconds = a.number("seconds", 30), warmup = a.number("warmup", 15);
+  StreamSettings settings;
+  settings.step = a.number("step", settings.step);
+  settings.latency = a.number("latency", settings.latency);
+  const bool own = a.flag("own");
+  const int batch = positive(a, "batch", own ? 1 : 32);
+  const int feeders = std::min(n, positive(a, "feeders", 1));
+  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const int64_t tick = kSampleRate / 10;
+  if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
+  auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
+
+  struct Channel {
+    std::unique_ptr<WindowSegmenter> segmenter;
+    std::unique_ptr<WindowBuffer> windows;
+    int64_t offset = 0;
+  };
+  std::shared_ptr<SharedScheduler> scheduler;
+  if (!own) scheduler = std::make_shared<SharedScheduler>(make_engine(a, model, batch), batch);
+  std::vector<Channel> channels(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Channel& c = channels[static_cast<size_t>(i)];
+    if (own)
+      c.segmenter = std::make_unique<AsyncSegmenter>(make_engine(a, model, 1), settings,
+                                                     AsyncSegmenterOptions{1, 4, true});
+    else
+      c.segmenter = std::make_unique<SharedSegmenterChannel>(scheduler, settings,
+                                                             SharedChannelOptions{4, true, 0});
+    const int step = step_samples(settings);
+    c.windows = std::make_unique<WindowBuffer>(kWindowSamples, step,
+                                               staggered_first_end(step, static_cast<uint64_t>(i)));
+    c.offset = static_cast<int64_t>(i * 7.3 * kSampleRate) % static_cast<int64_t>(audio.size());
+  }
+
+  const int64_t ticks = static_cast<int64_t>(std::ceil((warmup + seconds) * 10));
+  const int64_t warmup_samples = static_cast<int64_t>(warmup * kSampleRate);
+  const auto t0 = Clock::now() + std::chrono::milliseconds(200);
+  auto tick_time = [&](int64_t k) { return t0 + std::chrono::milliseconds(100 * k); };
+  std::vector<std::vector<double>> added(static_cast<size_t>(feeders));
+  std::vector<double> late(static_cast<size_t>(feeders), 0.0);
+  std::vector<float> buffer_of(static_cast<size_t>(feeders) * tick);
+  auto feed = [&](int f) {
+    float* buf = &buffer_of[static_cast<size_t>(f) * tick];
+    for (int64_t k = 1; k <= ticks; ++k) {
+      std::this_thread::sleep_until(tick_time(k));  // buffer k-1 is complete: it "arrives"
+      late[f] =
+          std::max(late[f], std::chrono::duration<double>(Clock::now() - tick_time(k)).count());
+      for (int i = f; i < n; i += feeders) {
+        Channel& c = channels[static_cast<size_t>(i)];
+        for (int64_t j = 0; j < tick; ++j)
+          buf[j] = audio[static_cast<size_t>((c.offset + (k - 1) * tick + j) %
+                                             static_cast<int64_t>(audio.size()))];
+        c.windows->push(buf, static_cast<size_t>(tick), [&](int64_t start, const float* w) {
+          c.segmenter->submit(
+              {start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+        });
+        for (const auto& change : c.segmenter->take_changes()) {
+          if (change.announced_sample < warmup_samples) continue;
+          const int64_t arrived = (change.announced_sample + tick - 1) / tick;
+          added[f].push_back(
+              std::chrono::duration<double>(Clock::now() - tick_time(arrived)).count());
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int f = 0; f < feeders; ++f) threads.emplace_back(feed, f);
+  for (auto& t : threads) t.join();
+
+  std::vector<double> all;
+  for (const auto& v : added) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  auto pct = [&](double q) {
+    return all.empty() ? NAN : all[std::min(all.size() - 1, static_cast<size_t>(q * all.size()))];
+  };
+  uint64_t dropped = 0;
+  std::string error;
+  for (const auto& c : channels) {
+    dropped += c.segmenter->dropped_windows();
+    if (error.empty()) error = c.segmenter->error();
+  }
+  const bool ok = error.empty() && !all.empty() && pct(0.95) <= 0.5 && dropped == 0;
+  const std::string engine = own ? "own engines" : scheduler->description();
+  std::printf(
+      "{\"channels\": %d, \"shared\": %s, \"engine\": %s, \"batch\": %d, \"ok\": %s, "
+      "\"changes\": %zu, \"added_p50_s\": %.3f, \"added_p95_s\": %.3f, \"added_max_s\": %.3f, "
+      "\"dropped_windows\": %llu, \"max_batch\": %d, \"feeder_late_max_s\": %.3f, "
+      "\"error\": %s}\n",
+      n, own ? "false" : "true", json_string(engine).c_str(), batch, ok ? "true" : "false",
+      all.size(), pct(0.5), pct(0.95), all.empty() ? NAN : all.back(),
+      static_cast<unsigned long long>(dropped), own ? 1 : scheduler->max_batch_size(),
+      *std::max_element(late.begin(), late.end()), json_string(error).c_str());
+  channels.clear();  // channels leave the scheduler before it goes
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -336,6 +451,7 @@ int main(int argc, char** argv) {
     if (a.command == "bench") return cmd_bench(a);
     if (a.command == "changes") return cmd_changes(a);
     if (a.command == "info") return cmd_info(a);
+    if (a.command == "live") return cmd_live(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       std::fputs(kUsage, stdout);
       return 0;
