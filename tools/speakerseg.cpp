@@ -418,8 +418,14 @@ int cmd_live(const Args& a) {
   std::vector<double> all;
   for (const auto& v : added) all.insert(all.end(), v.begin(), v.end());
   std::sort(all.begin(), all.end());
-  auto pct = [&](double q) {
-    return all.empty() ? NAN : all[std::min(all.size() - 1, static_cast<size_t>(q * all.size()))];
+  auto quantile = [&](double q) {
+    return all[std::min(all.size() - 1, static_cast<size_t>(q * all.size()))];
+  };
+  auto pct = [&](double q) {  // JSON has no NaN: null when nothing was announced
+    if (all.empty()) return std::string("null");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", quantile(q));
+    return std::string(text);
   };
   uint64_t dropped = 0;
   std::string error;
@@ -427,15 +433,15 @@ int cmd_live(const Args& a) {
     dropped += c.segmenter->dropped_windows();
     if (error.empty()) error = c.segmenter->error();
   }
-  const bool ok = error.empty() && !all.empty() && pct(0.95) <= 0.5 && dropped == 0;
+  const bool ok = error.empty() && !all.empty() && quantile(0.95) <= 0.5 && dropped == 0;
   const std::string engine = own ? "own engines" : scheduler->description();
   std::printf(
       "{\"channels\": %d, \"shared\": %s, \"engine\": %s, \"batch\": %d, \"ok\": %s, "
-      "\"changes\": %zu, \"added_p50_s\": %.3f, \"added_p95_s\": %.3f, \"added_max_s\": %.3f, "
+      "\"changes\": %zu, \"added_p50_s\": %s, \"added_p95_s\": %s, \"added_max_s\": %s, "
       "\"dropped_windows\": %llu, \"max_batch\": %d, \"feeder_late_max_s\": %.3f, "
       "\"error\": %s}\n",
       n, own ? "false" : "true", json_string(engine).c_str(), batch, ok ? "true" : "false",
-      all.size(), pct(0.5), pct(0.95), all.empty() ? NAN : all.back(),
+      all.size(), pct(0.5).c_str(), pct(0.95).c_str(), pct(1.0).c_str(),
       static_cast<unsigned long long>(dropped), own ? 1 : scheduler->max_batch_size(),
       *std::max_element(late.begin(), late.end()), json_string(error).c_str());
   channels.clear();  // channels leave the scheduler before it goes
