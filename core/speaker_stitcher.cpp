@@ -66,8 +66,7 @@ std::vector<int> SpeakerStitcher::match(int64_t k0, const float* activity, int f
   std::vector<std::vector<float>> mean(nc, std::vector<float>(rows.size(), 0.f));
   for (int c = 0; c < nc; ++c)
     for (size_t r = 0; r < rows.size(); ++r)
-      for (const auto& [g, v] : shared[r]->sum)
-        if (g == total[c].second) mean[c][r] = v / shared[r]->weight;
+      mean[c][r] = value_of(shared[r]->sum, total[c].second) / shared[r]->weight;
 
   // Soft Jaccard similarity between window speaker j and candidate c on the shared frames.
   double sim[kLocalSpeakers][kMaxCandidates] = {};

@@ -18,14 +18,19 @@ namespace speakerseg {
 // activity there, as (label number, activity) in label order; everyone else is 0. Sparse because
 // a stream collects labels for as long as it runs, while a frame only ever sees a few of them:
 // the cost of a window must not grow with the age of the stream.
+using SpeakerValues = std::vector<std::pair<int, float>>;  // (label number, value), label order
+
+// The value of `speaker` in `values`, 0 where it is not listed.
+inline float value_of(const SpeakerValues& values, int speaker) {
+  for (const auto& [g, v] : values)
+    if (g == speaker) return v;
+  return 0.f;
+}
+
 struct FrameActivity {
   int64_t frame = 0;
-  std::vector<std::pair<int, float>> activity;
-  float of(int speaker) const {
-    for (const auto& [g, a] : activity)
-      if (g == speaker) return a;
-    return 0.f;
-  }
+  SpeakerValues activity;
+  float of(int speaker) const { return value_of(activity, speaker); }
 };
 
 class SpeakerStitcher {
@@ -51,7 +56,7 @@ class SpeakerStitcher {
 
  private:
   struct Frame {
-    std::vector<std::pair<int, float>> sum;  // weighted activity per stream speaker, label order
+    SpeakerValues sum;  // weighted activity per stream speaker
     float weight = 0;
     float& at(int speaker);  // the entry, made (0) where missing
   };

@@ -35,7 +35,6 @@ class WindowBuffer {
   int64_t total() const { return total_; }
   int window_samples() const { return window_; }
   int step_samples() const { return step_; }
-  int first_end() const { return first_end_; }
   void reset();
 
  private:
