@@ -40,8 +40,7 @@ SpeakerChangeDetector::SpeakerChangeDetector(SegmentationEngine& engine,
       batch_size_(std::max(1, batch_size)) {}
 
 void SpeakerChangeDetector::queue(int64_t start, const float* samples) {
-  queued_.push_back(
-      {start, start + kWindowSamples, std::vector<float>(samples, samples + kWindowSamples)});
+  queued_.push_back(WindowJob::from_window(start, samples));
   if (static_cast<int>(queued_.size()) >= batch_size_) run_queued();
 }
 

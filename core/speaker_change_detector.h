@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "model_spec.h"
 #include "segmentation_engine.h"
 #include "speaker_timeline.h"
 #include "window_buffer.h"
@@ -18,6 +19,11 @@ struct WindowJob {
   int64_t start = 0;  // stream position of the first sample (negative: left zero padding)
   int64_t end = 0;    // stream position just past the last sample
   std::vector<float> samples;
+
+  // A full window as WindowBuffer hands it out: kWindowSamples samples from stream position start.
+  static WindowJob from_window(int64_t start, const float* samples) {
+    return {start, start + kWindowSamples, std::vector<float>(samples, samples + kWindowSamples)};
+  }
 };
 
 class SegmentationRunner {

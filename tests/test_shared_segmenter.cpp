@@ -51,7 +51,7 @@ std::vector<SpeakerChange> stream(SharedSegmenterChannel& channel, const std::ve
                                   const StreamSettings& s) {
   WindowBuffer wb(kWindowSamples, step_samples(s));
   auto submit = [&](int64_t start, const float* w) {
-    channel.submit({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+    channel.submit(WindowJob::from_window(start, w));
   };
   std::vector<SpeakerChange> got;
   for (size_t i = 0; i < audio.size(); i += 320) {
@@ -168,9 +168,8 @@ TEST(SharedSegmenter, ResetOfOneChannelLeavesTheOthersAlone) {
     WindowBuffer wb(kWindowSamples, step_samples(s));
     const size_t half = audio.size() / 2;
     for (size_t i = 0; i < half; i += 320)
-      wb.push(&audio[i], std::min<size_t>(320, half - i), [&](int64_t start, const float* w) {
-        c.submit({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
-      });
+      wb.push(&audio[i], std::min<size_t>(320, half - i),
+              [&](int64_t start, const float* w) { c.submit(WindowJob::from_window(start, w)); });
     c.reset();
     EXPECT_TRUE(c.take_changes().empty());
     got[1] = stream(c, audio, s);
@@ -210,7 +209,7 @@ TEST(SharedSegmenter, EngineErrorReachesTheChannelsOfTheFailedBatchOnly) {
   std::vector<WindowJob> windows;
   WindowBuffer wb(kWindowSamples, step_samples(s));
   wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
-    windows.push_back({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+    windows.push_back(WindowJob::from_window(start, w));
   });
   ASSERT_GE(windows.size(), 2u);
   // Nothing hurries the worker and the deadline is far: the 4th window fills the first batch,
@@ -303,7 +302,7 @@ TEST(SharedSegmenter, LoneWindowRunsAtItsDeadlineWithoutAFullBatch) {
   std::vector<SpeakerChange> got;
   uint64_t submitted = 0;
   auto submit = [&](int64_t start, const float* w) {
-    channel.submit({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+    channel.submit(WindowJob::from_window(start, w));
     ++submitted;
     // No host waits and the batch of 8 never fills: only the deadline can run the window.
     while (channel.processed_windows() < submitted)
@@ -331,7 +330,7 @@ TEST(SharedSegmenter, LateChannelDropsItsOwnOldestWindows) {
   std::vector<WindowJob> windows;
   WindowBuffer wb(kWindowSamples, step_samples(s));
   wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
-    windows.push_back({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+    windows.push_back(WindowJob::from_window(start, w));
   });
   ASSERT_EQ(windows.size(), 3u);
   // The deadline is far and the batch not full, so the worker holds the windows: `late` keeps

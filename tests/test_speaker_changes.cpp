@@ -112,7 +112,7 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
                        {1, 8, false});
   WindowBuffer wb(kWindowSamples, step_samples(s));
   auto submit = [&](int64_t start, const float* w) {
-    async.submit({start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+    async.submit(WindowJob::from_window(start, w));
   };
   std::vector<SpeakerChange> got;
   for (size_t i = 0; i < fx.audio.size(); i += 320) {

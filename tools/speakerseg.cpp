@@ -399,8 +399,7 @@ int cmd_live(const Args& a) {
           buf[j] = audio[static_cast<size_t>((c.offset + (k - 1) * tick + j) %
                                              static_cast<int64_t>(audio.size()))];
         c.windows->push(buf, static_cast<size_t>(tick), [&](int64_t start, const float* w) {
-          c.segmenter->submit(
-              {start, start + kWindowSamples, std::vector<float>(w, w + kWindowSamples)});
+          c.segmenter->submit(WindowJob::from_window(start, w));
         });
         for (const auto& change : c.segmenter->take_changes()) {
           if (change.announced_sample < warmup_samples) continue;

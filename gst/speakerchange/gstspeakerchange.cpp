@@ -431,11 +431,7 @@ GstFlowReturn emit_ready(GstSpeakerChange* self) {
 
 speakerseg::WindowBuffer::WindowFn submitter(Stream* s) {
   return [s](int64_t start, const float* samples) {
-    speakerseg::WindowJob job;
-    job.start = start;
-    job.end = start + speakerseg::kWindowSamples;
-    job.samples.assign(samples, samples + speakerseg::kWindowSamples);
-    s->segmenter->submit(std::move(job));
+    s->segmenter->submit(speakerseg::WindowJob::from_window(start, samples));
   };
 }
 
