@@ -5,7 +5,8 @@
 //
 // Each channel keeps its own SpeakerTimeline: the engine's outputs go back to the channel whose
 // window they came from, in that channel's submission order, so channels never see each other's
-// speakers. The channel has AsyncSegmenter's API, so a host can switch between the two.
+// speakers. make_async_segmenter() (async_segmenter.h) is the one-channel case with a private
+// scheduler and engine.
 //
 // Batching versus latency: the worker waits for a fuller batch only while every waiting window is
 // younger than its channel's `max_batch_wait`; a window is never held longer than that for the
@@ -13,8 +14,7 @@
 // back-pressure) makes the worker run at once, since waiting longer could only slow it down.
 //
 // Fairness: a batch takes the oldest waiting windows across all channels, so a busy channel cannot
-// starve a quiet one; back-pressure and dropping (`drop_when_late`) are per channel, as in
-// AsyncSegmenter.
+// starve a quiet one; back-pressure and dropping (`drop_when_late`) are per channel.
 #pragma once
 
 #include <chrono>

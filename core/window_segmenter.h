@@ -1,6 +1,6 @@
 // What a host needs from a worker that runs windows through the segmentation network off its own
-// thread: AsyncSegmenter (one engine per stream) and SharedSegmenterChannel (one stream of a
-// shared engine) both provide it, so a host can hold either.
+// thread. SharedSegmenterChannel (one stream of a shared engine, or of a private one from
+// make_async_segmenter()) provides it; hosts hold this interface.
 #pragma once
 
 #include <cstddef>

@@ -108,25 +108,25 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
   Fixture fx;
   StreamSettings s;
   const auto want = detect(*fx.engine, fx.audio, s, 1);
-  AsyncSegmenter async(make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), s,
-                       {1, 8, false});
+  auto async = make_async_segmenter(
+      make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), s, {1, 8, false});
   WindowBuffer wb(kWindowSamples, step_samples(s));
   auto submit = [&](int64_t start, const float* w) {
-    async.submit(WindowJob::from_window(start, w));
+    async->submit(WindowJob::from_window(start, w));
   };
   std::vector<SpeakerChange> got;
   for (size_t i = 0; i < fx.audio.size(); i += 320) {
     wb.push(&fx.audio[i], std::min<size_t>(320, fx.audio.size() - i), submit);
-    for (auto& c : async.take_changes()) got.push_back(c);
+    for (auto& c : async->take_changes()) got.push_back(c);
   }
   wb.flush_tail(submit);
-  async.finish(wb.total());
-  for (auto& c : async.take_changes()) got.push_back(c);
-  EXPECT_TRUE(async.error().empty());
+  async->finish(wb.total());
+  for (auto& c : async->take_changes()) got.push_back(c);
+  EXPECT_TRUE(async->error().empty());
   // The statistics an element reports come from the worker here too.
-  EXPECT_EQ(async.last_batch_size(), 1);
-  EXPECT_EQ(async.last_shared_batch_size(), 1);
-  EXPECT_GT(async.current_delay_seconds(), 0.0);
+  EXPECT_EQ(async->last_batch_size(), 1);
+  EXPECT_EQ(async->last_shared_batch_size(), 1);
+  EXPECT_GT(async->current_delay_seconds(), 0.0);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].sample, want[i].sample);
@@ -135,14 +135,14 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
     EXPECT_EQ(got[i].announced_sample, want[i].announced_sample);
   }
   // After a reset the worker starts a new timeline: the same audio gives the same changes.
-  async.reset();
+  async->reset();
   wb.reset();
   got.clear();
   for (size_t i = 0; i < fx.audio.size(); i += 16000)
     wb.push(&fx.audio[i], std::min<size_t>(16000, fx.audio.size() - i), submit);
   wb.flush_tail(submit);
-  async.finish(wb.total());
-  got = async.take_changes();
+  async->finish(wb.total());
+  got = async->take_changes();
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(got.front().speaker, want.front().speaker);
 }

@@ -369,8 +369,8 @@ int cmd_live(const Args& a) {
   for (int i = 0; i < n; ++i) {
     Channel& c = channels[static_cast<size_t>(i)];
     if (own)
-      c.segmenter = std::make_unique<AsyncSegmenter>(make_engine(a, model, 1), settings,
-                                                     AsyncSegmenterOptions{1, 4, true});
+      c.segmenter = make_async_segmenter(make_engine(a, model, 1), settings,
+                                         AsyncSegmenterOptions{1, 4, true});
     else
       c.segmenter = std::make_unique<SharedSegmenterChannel>(scheduler, settings,
                                                              SharedChannelOptions{4, true, 0});

@@ -197,7 +197,7 @@ class CudaEngine final : public SegmentationEngine {
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
     if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
-    // The calling thread may not be the one that built the engine (AsyncSegmenter's worker).
+    // The calling thread may not be the one that built the engine (the inference worker).
     check(cudaSetDevice(options_.device), "cudaSetDevice");
     try {
       run(audio, batch, samples, logprobs);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // GObject glue of the speakerchange element. No signal processing here: windows, inference and
-// turn decisions are core/'s (WindowBuffer, AsyncSegmenter or a SharedSegmenterChannel of the
+// turn decisions are core/'s (WindowBuffer, a SharedSegmenterChannel of a private engine or of the
 // process-wide EnginePool); this file maps them onto GStreamer's buffers, events, timestamps,
 // properties and messages.
 
@@ -530,8 +530,7 @@ bool ensure_segmenter(GstSpeakerChange* self) {
       s->segmenter =
           std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings, shared);
     } else {
-      s->segmenter =
-          std::make_unique<speakerseg::AsyncSegmenter>(std::move(s->engine), s->settings, options);
+      s->segmenter = speakerseg::make_async_segmenter(std::move(s->engine), s->settings, options);
     }
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Could not start the inference worker: %s", e.what()),

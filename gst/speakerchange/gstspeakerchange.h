@@ -1,5 +1,5 @@
 // The speakerchange element: a passthrough audio analyser that announces speaker changes. GObject
-// glue only; everything that computes lives in core/ (AsyncSegmenter, WindowBuffer).
+// glue only; everything that computes lives in core/ (WindowBuffer, SharedSegmenterChannel).
 #pragma once
 
 #include <gst/audio/gstaudiofilter.h>
