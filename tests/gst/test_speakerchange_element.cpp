@@ -153,6 +153,17 @@ struct Item {
   std::string rs_speaker;
 };
 
+// The changes that came out after the first FLUSH_STOP; *flushed says whether there was one.
+std::vector<Change> changes_after_flush(const std::vector<Item>& items, bool* flushed) {
+  auto flush = std::find_if(items.begin(), items.end(),
+                            [](const Item& i) { return i.kind == Item::kFlushStop; });
+  *flushed = flush != items.end();
+  std::vector<Change> after;
+  for (auto i = flush; i != items.end(); ++i)
+    if (i->kind == Item::kChange) after.push_back(i->change);
+  return after;
+}
+
 // One harnessed speakerchange element with a bus, fed by the test.
 class ElementRun {
  public:
@@ -514,13 +525,9 @@ TEST(SpeakerChangeElement, FlushStartsAFreshTimeline) {
   run.flush();
   run.push(sample, 0, sample.size(), 0);
   run.eos();
-  const auto& items = run.items();
-  auto flush = std::find_if(items.begin(), items.end(),
-                            [](const Item& i) { return i.kind == Item::kFlushStop; });
-  ASSERT_NE(flush, items.end());
-  std::vector<Change> after;
-  for (auto i = flush; i != items.end(); ++i)
-    if (i->kind == Item::kChange) after.push_back(i->change);
+  bool flushed = false;
+  const std::vector<Change> after = changes_after_flush(run.items(), &flushed);
+  ASSERT_TRUE(flushed);
   // Timestamps restart, the first change is reported again, nothing of before leaks through.
   expect_same_changes(after, reference(sample), 0, kFrame);
   ASSERT_FALSE(after.empty());
@@ -861,13 +868,9 @@ TEST(SpeakerChangeElement, FlushingOneSharedElementLeavesTheOtherAlone) {
   // `b`: every change, in order, as if it had been alone.
   expect_identical(b.events(), want);
   // `a`: after the flush, a fresh time line with every change.
-  const auto& items = a.items();
-  auto flush = std::find_if(items.begin(), items.end(),
-                            [](const Item& i) { return i.kind == Item::kFlushStop; });
-  ASSERT_NE(flush, items.end());
-  std::vector<Change> after;
-  for (auto i = flush; i != items.end(); ++i)
-    if (i->kind == Item::kChange) after.push_back(i->change);
+  bool flushed = false;
+  const std::vector<Change> after = changes_after_flush(a.items(), &flushed);
+  ASSERT_TRUE(flushed);
   expect_identical(after, want);
 }
 
