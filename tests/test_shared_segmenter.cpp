@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -46,12 +47,15 @@ void append(std::vector<SpeakerChange>& to, std::vector<SpeakerChange> more) {
   for (auto& c : more) to.push_back(std::move(c));
 }
 
-// Streams `audio` through `channel` in 20 ms buffers, as an element would.
+// Streams `audio` through `channel` in 20 ms buffers, as an element would; `after_submit`, when
+// given, runs after every window handed over.
 std::vector<SpeakerChange> stream(SharedSegmenterChannel& channel, const std::vector<float>& audio,
-                                  const StreamSettings& s) {
+                                  const StreamSettings& s,
+                                  const std::function<void()>& after_submit = {}) {
   WindowBuffer wb(kWindowSamples, step_samples(s));
   auto submit = [&](int64_t start, const float* w) {
     channel.submit(WindowJob::from_window(start, w));
+    if (after_submit) after_submit();
   };
   std::vector<SpeakerChange> got;
   for (size_t i = 0; i < audio.size(); i += 320) {
@@ -298,24 +302,14 @@ TEST(SharedSegmenter, LoneWindowRunsAtItsDeadlineWithoutAFullBatch) {
   const auto want = alone(audio, s);
   auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 8);
   SharedSegmenterChannel channel(scheduler, s, SharedChannelOptions{8, false, 0.01});
-  WindowBuffer wb(kWindowSamples, step_samples(s));
-  std::vector<SpeakerChange> got;
   uint64_t submitted = 0;
-  auto submit = [&](int64_t start, const float* w) {
-    channel.submit(WindowJob::from_window(start, w));
+  const auto got = stream(channel, audio, s, [&] {
     ++submitted;
     // No host waits and the batch of 8 never fills: only the deadline can run the window.
     while (channel.processed_windows() < submitted)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_EQ(channel.last_batch_size(), 1);
-  };
-  for (size_t i = 0; i < audio.size(); i += 320) {
-    wb.push(&audio[i], std::min<size_t>(320, audio.size() - i), submit);
-    append(got, channel.take_changes());
-  }
-  wb.flush_tail(submit);
-  channel.finish(wb.total());
-  append(got, channel.take_changes());
+  });
   expect_same(got, want, "one channel, batch never full");
   EXPECT_EQ(scheduler->max_batch_size(), 1);
   EXPECT_EQ(scheduler->batches_run(), submitted);
