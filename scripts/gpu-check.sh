@@ -197,7 +197,7 @@ compile() {  # compile SOURCE: one object, its log beside it
 # the module libspeakerseg-cuda.so, the only thing that links the CUDA libraries; the loader, which
 # opens the module, in the programs.
 MODULE=$WORK/bin/libspeakerseg-cuda.so
-for src in "$SRC"/core/*.cpp "$SRC/core/cuda/lstm_algorithm.cpp" "$SRC/core/cuda/cuda_engine.cpp"; do
+for src in "$SRC"/core/*.cpp "$SRC"/core/cuda/{cudnn_lstm_weights,lstm_algorithm,cuda_engine}.cpp; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done

@@ -20,11 +20,13 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "cuda_kernels.h"
 #include "cuda_module.h"
+#include "cudnn_lstm_weights.h"
 
 namespace speakerseg {
 namespace {
@@ -89,10 +91,7 @@ constexpr int kWeightLd = 128;                // padded rows of the two SincNet 
 // whatever the batch. A multiple of 3 so that no pooling triple straddles two chunks.
 constexpr int kSincChunkRows = 3 * 32768;
 constexpr size_t kCublasWorkspace = 32u << 20;  // what cuBLAS asks for on Hopper
-// ONNX gate order is i, o, f, c; cuDNN's linLayerID order is i, f, c, o: slot s takes ONNX gate
-// kOnnxGate[s] (linLayerID s for the input matrix, s + 4 for the recurrent one).
-constexpr int kOnnxGate[4] = {0, 2, 3, 1};
-constexpr int kMinComputeCapability = 75;  // the oldest architecture meson.build compiles for
+constexpr int kMinComputeCapability = 75;       // the oldest architecture meson.build compiles for
 
 enum Stage {
   kUpload,
@@ -253,8 +252,8 @@ class CudaEngine final : public SegmentationEngine {
     check(cudnnGetRNNWeightSpaceSize(cudnn_, standard, &weight_bytes_),
           "cudnnGetRNNWeightSpaceSize");
     check(cudaMalloc(&weight_space_, weight_bytes_), "cuDNN RNN weight space");
-    weight_offsets_ = weight_layout(standard, weight_space_, weight_bytes_);
-    pack_weights(weight_offsets_, weight_space_, weight_bytes_);
+    weight_slots_ = weight_layout(standard, weight_space_, weight_bytes_);
+    pack_weights(weight_slots_, weight_space_, weight_bytes_);
 
     // Plan (and take the memory for) the largest batch of full windows now, so that a GPU too
     // small for it, or an algorithm that cannot run, shows up when the engine is made.
@@ -370,16 +369,20 @@ class CudaEngine final : public SegmentationEngine {
     return d;
   }
 
-  // Byte offsets of every matrix and bias cuDNN expects, in (pseudo-layer, linLayerID) order.
-  std::vector<size_t> weight_layout(cudnnRNNDescriptor_t rnn, const void* space, size_t bytes) {
+  // Where cuDNN expects every matrix and bias, in cudnn::slot_index order.
+  std::vector<cudnn::WeightSlot> weight_layout(cudnnRNNDescriptor_t rnn, const void* space,
+                                               size_t bytes) {
     cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
     check(cudnnCreateTensorDescriptor(&m_desc), "cudnnCreateTensorDescriptor");
     check(cudnnCreateTensorDescriptor(&b_desc), "cudnnCreateTensorDescriptor");
-    std::vector<size_t> offsets;
+    std::vector<cudnn::WeightSlot> slots(cudnn::kWeightSlots);
+    auto offset = [&](const void* addr) {
+      return static_cast<size_t>(static_cast<const char*>(addr) - static_cast<const char*>(space));
+    };
     try {
       for (int layer = 0; layer < kLstmLayers; ++layer)
         for (int dir = 0; dir < 2; ++dir)
-          for (int lin = 0; lin < 8; ++lin) {
+          for (int lin = 0; lin < cudnn::kLinLayers; ++lin) {
             void* m_addr = nullptr;
             void* b_addr = nullptr;
             check(cudnnGetRNNWeightParams(cudnn_, rnn, 2 * layer + dir, bytes, space, lin, m_desc,
@@ -391,10 +394,7 @@ class CudaEngine final : public SegmentationEngine {
               fail("cuDNN's RNN weight layout is not the expected one (layer " +
                    std::to_string(layer) + ", direction " + std::to_string(dir) + ", matrix " +
                    std::to_string(lin) + ")");
-            offsets.push_back(
-                static_cast<size_t>(static_cast<char*>(m_addr) - static_cast<const char*>(space)));
-            offsets.push_back(
-                static_cast<size_t>(static_cast<char*>(b_addr) - static_cast<const char*>(space)));
+            slots[cudnn::slot_index(layer, dir, lin)] = {offset(m_addr), offset(b_addr)};
           }
     } catch (...) {
       cudnnDestroyTensorDescriptor(m_desc);
@@ -403,7 +403,7 @@ class CudaEngine final : public SegmentationEngine {
     }
     cudnnDestroyTensorDescriptor(m_desc);
     cudnnDestroyTensorDescriptor(b_desc);
-    return offsets;
+    return slots;
   }
 
   static size_t elements(cudnnTensorDescriptor_t d) {
@@ -416,25 +416,12 @@ class CudaEngine final : public SegmentationEngine {
     return total;
   }
 
-  // The model folded Wb + Rb into one bias: it goes in the input-bias slot, zero in the recurrent.
-  void pack_weights(const std::vector<size_t>& offsets, void* space, size_t bytes) {
-    std::vector<char> host(bytes, 0);
-    size_t k = 0;
-    for (int layer = 0; layer < kLstmLayers; ++layer) {
-      const LstmLayerWeights& w = model_->lstm[layer];
-      for (int dir = 0; dir < 2; ++dir)
-        for (int lin = 0; lin < 8; ++lin) {
-          const size_t gate_row = static_cast<size_t>(dir) * kLstmGates +
-                                  static_cast<size_t>(kOnnxGate[lin % 4]) * kLstmHidden;
-          const float* matrix =
-              lin < 4 ? &w.w[gate_row * w.input_size] : &w.r[gate_row * kLstmHidden];
-          const size_t count =
-              static_cast<size_t>(kLstmHidden) * (lin < 4 ? w.input_size : kLstmHidden);
-          std::memcpy(&host[offsets[k++]], matrix, count * sizeof(float));
-          if (lin < 4)
-            std::memcpy(&host[offsets[k]], &w.bias[gate_row], kLstmHidden * sizeof(float));
-          ++k;  // recurrent bias: stays zero
-        }
+  void pack_weights(const std::vector<cudnn::WeightSlot>& slots, void* space, size_t bytes) {
+    std::vector<char> host;
+    try {
+      host = cudnn::pack_lstm_weights(*model_, slots, bytes);
+    } catch (const std::invalid_argument& e) {
+      fail(std::string("cuDNN's RNN weight layout is not the expected one: ") + e.what());
     }
     check(cudaMemcpy(space, host.data(), bytes, cudaMemcpyHostToDevice),
           "uploading the LSTM weights");
@@ -529,7 +516,7 @@ class CudaEngine final : public SegmentationEngine {
     check(cudnnGetRNNWeightSpaceSize(cudnn_, p.rnn, &bytes), "cudnnGetRNNWeightSpaceSize");
     p.weights = weight_space_;
     p.weight_bytes = weight_bytes_;
-    if (bytes != weight_bytes_ || weight_layout(p.rnn, weight_space_, bytes) != weight_offsets_) {
+    if (bytes != weight_bytes_ || weight_layout(p.rnn, weight_space_, bytes) != weight_slots_) {
       // cuDNN does not promise one layout for every algorithm: a second copy costs one upload.
       void* own = nullptr;
       check(cudaMalloc(&own, bytes), "cuDNN RNN weight space");
@@ -832,7 +819,7 @@ class CudaEngine final : public SegmentationEngine {
   ParamLayout param_layout_{};
   void* weight_space_ = nullptr;
   size_t weight_bytes_ = 0;
-  std::vector<size_t> weight_offsets_;
+  std::vector<cudnn::WeightSlot> weight_slots_;
   std::vector<void*> own_weight_spaces_;
 
   void* arena_ = nullptr;
