@@ -149,12 +149,38 @@ std::string node_label(const onnx::NodeProto& n) {
   return n.op_type() + (n.name().empty() ? "" : " '" + n.name() + "'");
 }
 
+// SincNet's band-pass filters are symmetric (the 40 cosine ones) and antisymmetric (the 40 sine
+// ones) about their centre tap; both engines add or subtract each pair of taps before multiplying.
+// Filters folded into a constant by an export keep that to the bit; anything further off is
+// another network, which the engines would silently compute wrongly.
+void check_sinc_symmetry(const GraphIndex& g, const std::vector<float>& filters) {
+  float largest = 0;
+  for (float v : filters) largest = std::max(largest, std::fabs(v));
+  const float tolerance = 1e-6f * largest;
+  for (int f = 0; f < kSincFilters; ++f) {
+    const float* w = &filters[static_cast<size_t>(f) * kSincKernel];
+    const bool cosine = f < kSincFilters / 2;
+    for (int k = 0; k <= kSincKernel / 2; ++k) {
+      const float mirror = w[kSincKernel - 1 - k];
+      if (std::fabs(cosine ? w[k] - mirror : w[k] + mirror) > tolerance)
+        g.fail("SincNet filter " + std::to_string(f) + " is not " +
+               (cosine ? "symmetric" : "antisymmetric") + " about its centre tap (taps " +
+               std::to_string(k) + " and " + std::to_string(kSincKernel - 1 - k) + ": " +
+               std::to_string(w[k]) + ", " + std::to_string(mirror) +
+               "), as segmentation-3.0's band-pass filters are");
+    }
+  }
+}
+
 // SincNet weight [80, 1, 251]: a constant, or computed from the band edges low_hz_ and band_hz_.
 std::vector<float> load_sinc_filters(const GraphIndex& g, const std::string& weight_name,
                                      bool* computed) {
   if (g.is_initializer(weight_name)) {
     *computed = false;
-    return g.tensor(weight_name, {kSincFilters, 1, kSincKernel}, "SincNet filter weight").data;
+    auto filters =
+        g.tensor(weight_name, {kSincFilters, 1, kSincKernel}, "SincNet filter weight").data;
+    check_sinc_symmetry(g, filters);
+    return filters;
   }
   // Computed in the graph: the band edges are the [40, 1] constants taken through Abs
   // (low = 50 + |low_hz_|, high = low + 50 + |band_hz_|); other [40, 1] constants, such as the

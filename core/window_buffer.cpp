@@ -15,8 +15,7 @@ WindowBuffer::WindowBuffer(int window_samples, int step_samples, int first_end)
       last_end_(first_end_ - step_) {
   if (window_samples <= 0 || step_samples <= 0 || step_samples > window_samples)
     throw std::invalid_argument("WindowBuffer: need 0 < step <= window");
-  if (first_end_ < 1 || first_end_ > step_)
-    throw std::invalid_argument("WindowBuffer: need 0 < first_end <= step");
+  reset(first_end_);
 }
 
 void WindowBuffer::push(const float* samples, size_t n, const WindowFn& on_window) {
@@ -51,6 +50,13 @@ void WindowBuffer::reset() {
   std::fill(ring_.begin(), ring_.end(), 0.f);
   total_ = 0;
   last_end_ = first_end_ - step_;
+}
+
+void WindowBuffer::reset(int first_end) {
+  if (first_end < 1 || first_end > step_)
+    throw std::invalid_argument("WindowBuffer: need 0 < first_end <= step");
+  first_end_ = first_end;
+  reset();
 }
 
 int staggered_first_end(int step_samples, uint64_t index) {

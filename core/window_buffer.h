@@ -35,7 +35,10 @@ class WindowBuffer {
   int64_t total() const { return total_; }
   int window_samples() const { return window_; }
   int step_samples() const { return step_; }
+  // Forgets every sample: the next one is sample 0 again.
   void reset();
+  // The same, and the first window now ends at sample `first_end` (0 < first_end <= step).
+  void reset(int first_end);
 
  private:
   void emit(const WindowFn& on_window);

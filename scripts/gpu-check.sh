@@ -197,6 +197,8 @@ compile() {  # compile SOURCE: one object, its log beside it
 # the module libspeakerseg-cuda.so, the only thing that links the CUDA libraries; the loader, which
 # opens the module, in the programs.
 MODULE=$WORK/bin/libspeakerseg-cuda.so
+MODEL=$DATA/model/segmentation-3.0.onnx
+CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\"")
 for src in "$SRC"/core/*.cpp "$SRC"/core/cuda/{cudnn_lstm_weights,lstm_algorithm,cuda_engine}.cpp; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
@@ -219,7 +221,7 @@ CPU_LIBS=(-L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32 -
   die "linking $MODULE failed"
 }
 LIBS=("$WORK/obj/cuda_loader.o" "$WORK/libcore.a" "${CPU_LIBS[@]}" -Wl,-rpath,"$DLIB")
-"$CXX" "${CXXFLAGS[@]}" -DSPEAKERSEG_DEFAULT_MODEL="\"$DATA/model/segmentation-3.0.onnx\"" \
+"$CXX" "${CXXFLAGS[@]}" \
   -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
   -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
 tool_pid=$!
@@ -232,7 +234,7 @@ say "built in $((SECONDS - start_build)) s"
 # --- 3. Tests --------------------------------------------------------------------------------
 
 echo "=== test_cuda_engine"
-export SPEAKERSEG_MODEL=$DATA/model/segmentation-3.0.onnx
+export SPEAKERSEG_MODEL=$MODEL
 export SPEAKERSEG_REFERENCE_DIR=$DATA/reference
 "$WORK/bin/test_cuda_engine" >"$WORK/test.log" 2>&1
 test_rc=$?

@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 
+#include "model_location.h"
 #include "segmentation_model.h"
 #include "test_env.h"
 
@@ -147,6 +149,53 @@ TEST(ModelLoader, NonFiniteWeights) {
       t.set_raw_data(raw);
     }
   expect_model_error(temp_file("nan.onnx", m.SerializeAsString()), "NaN");
+}
+
+// Where the element and speakerseg look when no model is named.
+TEST(ModelLocation, TheEnvironmentFirstThenTheBuildTreeThenTheInstalledCopy) {
+  const char* saved = std::getenv(kModelEnvironmentVariable);
+  const std::string before = saved ? saved : "";
+  setenv(kModelEnvironmentVariable, "/srv/models/segmentation-3.0.onnx", 1);
+  EXPECT_EQ(default_model_path(), "/srv/models/segmentation-3.0.onnx");
+  setenv(kModelEnvironmentVariable, "", 1);  // empty counts as unset
+  // The suite's model is the build's (meson -Dmodel), so it exists here.
+  ASSERT_TRUE(std::ifstream(build_model_path()).good()) << build_model_path();
+  EXPECT_EQ(default_model_path(), build_model_path());
+  const std::string installed = installed_model_path();
+  const std::string tail = "/speakerchange/segmentation-3.0.onnx";
+  ASSERT_GT(installed.size(), tail.size());
+  EXPECT_EQ(installed.substr(installed.size() - tail.size()), tail);
+  EXPECT_EQ(installed[0], '/') << "the installed copy has an absolute path: " << installed;
+  if (saved)
+    setenv(kModelEnvironmentVariable, before.c_str(), 1);
+  else
+    unsetenv(kModelEnvironmentVariable);
+}
+
+// Both engines fold the SincNet taps in pairs; filters without that symmetry are another network.
+TEST(ModelLoader, SincFiltersWithoutTheirSymmetry) {
+  struct Case {
+    int filter, tap;
+    const char* what;
+  } cases[] = {{3, 10, "SincNet filter 3 is not symmetric about its centre tap (taps 10 and 240"},
+               {52, kSincKernel / 2, "SincNet filter 52 is not antisymmetric"}};
+  for (const Case& c : cases) {
+    onnx::ModelProto m = real_proto();
+    bool changed = false;
+    for (auto& t : *m.mutable_graph()->mutable_initializer())
+      if (t.dims_size() == 3 && t.dims(0) == kSincFilters && t.dims(2) == kSincKernel) {
+        std::string raw = t.raw_data();
+        float v;
+        const size_t at = (static_cast<size_t>(c.filter) * kSincKernel + c.tap) * sizeof v;
+        std::memcpy(&v, &raw[at], sizeof v);
+        v += 0.01f;
+        std::memcpy(&raw[at], &v, sizeof v);
+        t.set_raw_data(raw);
+        changed = true;
+      }
+    ASSERT_TRUE(changed);
+    expect_model_error(temp_file("asymmetric_sinc.onnx", m.SerializeAsString()), c.what);
+  }
 }
 
 }  // namespace

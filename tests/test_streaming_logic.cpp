@@ -58,6 +58,11 @@ TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {
   ends.clear();
   wb.push(nullptr, 6, collect);
   EXPECT_EQ(ends, (std::vector<int64_t>{1, 5}));
+  wb.reset(3);  // a new phase, as the element gives a live stream on its first buffer
+  ends.clear();
+  wb.push(nullptr, 8, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{3, 7}));
+  EXPECT_THROW(wb.reset(5), std::invalid_argument);
   EXPECT_THROW(WindowBuffer(10, 4, 5), std::invalid_argument);
   EXPECT_THROW(WindowBuffer(10, 4, -1), std::invalid_argument);
 }

@@ -15,6 +15,7 @@
 
 #include "async_segmenter.h"
 #include "audio_file.h"
+#include "model_location.h"
 #include "npy.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "cuda/cuda_engine.h"
@@ -61,7 +62,13 @@ const char kUsage[] =
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
     "\n"
-    "  --model defaults to " SPEAKERSEG_DEFAULT_MODEL "\n";
+    "  --model defaults to $SPEAKERCHANGE_MODEL, else the build tree's model where it exists,\n"
+    "  else the installed one:\n";
+
+void usage(FILE* out) {
+  std::fprintf(out, "%s    %s\n    %s\n", kUsage, build_model_path().c_str(),
+               installed_model_path().c_str());
+}
 
 struct Args {
   std::string command;
@@ -82,6 +89,10 @@ struct Args {
     return v;
   }
 };
+
+std::shared_ptr<const SegmentationModel> load_model(const Args& a) {
+  return SegmentationModel::load_onnx(a.get("model", default_model_path()));
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -160,7 +171,7 @@ std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
 }
 
 int cmd_info(const Args& a) {
-  auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
+  auto model = load_model(a);
   std::printf(
       "model: %s\nparameters: %zu\nsinc filters: %s\nwindow: %d samples -> %d frames of %d "
       "classes\n",
@@ -180,8 +191,7 @@ int cmd_logits(const Args& a) {
   const double step_s = a.number("step", 1.0);
   if (!(step_s > 0)) throw std::invalid_argument("--step must be positive");
   const int batch = positive(a, "batch", 32);
-  auto engine =
-      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
+  auto engine = make_engine(a, load_model(a), batch);
   const std::vector<float> audio = read_mono_16k(input);
   const int step = static_cast<int>(std::lround(step_s * kSampleRate));
   const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, step);
@@ -229,8 +239,7 @@ int cmd_changes(const Args& a) {
   settings.match_threshold = a.number("match-threshold", settings.match_threshold);
   settings.switch_margin = a.number("switch-margin", settings.switch_margin);
   const int batch = positive(a, "batch", a.flag("offline") ? 32 : 1);
-  auto engine =
-      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
+  auto engine = make_engine(a, load_model(a), batch);
   const std::vector<float> audio = read_mono_16k(input);
   SpeakerChangeDetector detector(*engine, settings, batch);
   std::vector<SpeakerChange> changes;
@@ -275,8 +284,7 @@ int cmd_changes(const Args& a) {
 int cmd_bench(const Args& a) {
   const int batch = positive(a, "batch", 1);
   const double seconds = a.number("seconds", 3.0);
-  auto engine =
-      make_engine(a, SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL)), batch);
+  auto engine = make_engine(a, load_model(a), batch);
   // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
   // at 1 s steps through the file, repeated to fill the batch.
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
@@ -356,7 +364,7 @@ int cmd_live(const Args& a) {
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
-  auto model = SegmentationModel::load_onnx(a.get("model", SPEAKERSEG_DEFAULT_MODEL));
+  auto model = load_model(a);
 
   struct Channel {
     std::unique_ptr<WindowSegmenter> segmenter;
@@ -458,12 +466,13 @@ int main(int argc, char** argv) {
     if (a.command == "info") return cmd_info(a);
     if (a.command == "live") return cmd_live(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
-      std::fputs(kUsage, stdout);
+      usage(stdout);
       return 0;
     }
     throw std::invalid_argument("unknown command '" + a.command + "'");
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "speakerseg: %s\n\n%s", e.what(), kUsage);
+    std::fprintf(stderr, "speakerseg: %s\n\n", e.what());
+    usage(stderr);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speakerseg: error: %s\n", e.what());

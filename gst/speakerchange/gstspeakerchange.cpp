@@ -159,6 +159,7 @@
 
 #include "async_segmenter.h"
 #include "engine_pool.h"
+#include "model_location.h"
 #include "model_spec.h"
 #include "pcm.h"
 #include "segmentation_engine.h"
@@ -171,10 +172,6 @@
 #include "window_segmenter.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "cuda/cuda_engine.h"
-#endif
-
-#ifndef SPEAKERCHANGE_DEFAULT_MODEL
-#define SPEAKERCHANGE_DEFAULT_MODEL "segmentation-3.0.onnx"
 #endif
 
 GST_DEBUG_CATEGORY_STATIC(gst_speaker_change_debug);
@@ -511,10 +508,8 @@ bool ensure_segmenter(GstSpeakerChange* self) {
     // Live channels of one process are usually started together; give each its own window phase
     // so that their windows do not all come due, and queue for inference, at the same instant.
     static std::atomic<uint64_t> live_streams{0};
-    const int first_end =
-        speakerseg::staggered_first_end(s->windows->step_samples(), live_streams.fetch_add(1));
-    s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,
-                                                            s->windows->step_samples(), first_end);
+    s->windows->reset(
+        speakerseg::staggered_first_end(s->windows->step_samples(), live_streams.fetch_add(1)));
   }
   GST_INFO_OBJECT(self, "upstream is %s: %s mode, batch %d, queue %d, %s, %s",
                   live ? "live" : "not live", enum_nick(GST_TYPE_SPEAKER_CHANGE_MODE, mode),
@@ -1043,11 +1038,6 @@ void speaker_change_finalize(GObject* object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-std::string default_model() {
-  const char* env = g_getenv("SPEAKERCHANGE_MODEL");
-  return env && *env ? env : SPEAKERCHANGE_DEFAULT_MODEL;
-}
-
 constexpr GParamFlags kReadyFlags =
     static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
 constexpr GParamFlags kPlayingFlags = static_cast<GParamFlags>(
@@ -1071,14 +1061,18 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
    * GstSpeakerChange:model:
    *
    * Path of the pyannote segmentation-3.0 ONNX file, loaded on READY to PAUSED. Defaults to the
-   * SPEAKERCHANGE_MODEL environment variable when set, else to the path given at build time.
+   * SPEAKERCHANGE_MODEL environment variable when set, else to the build tree's copy (meson's
+   * -Dmodel) where it exists, else to the copy `meson install` put in
+   * <datadir>/speakerchange/segmentation-3.0.onnx.
    */
+  static const std::string model_blurb =
+      std::string("Path of the segmentation-3.0 ONNX model (default: $") +
+      speakerseg::kModelEnvironmentVariable + ", else " + speakerseg::build_model_path() +
+      " where it exists, else " + speakerseg::installed_model_path() + ")";
   g_object_class_install_property(
       gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "Path of the segmentation-3.0 ONNX model (default: $SPEAKERCHANGE_MODEL, "
-                          "else " SPEAKERCHANGE_DEFAULT_MODEL ")",
-                          SPEAKERCHANGE_DEFAULT_MODEL, kReadyFlags));
+      g_param_spec_string("model", "Model", model_blurb.c_str(),
+                          speakerseg::default_model_path().c_str(), kReadyFlags));
   /**
    * GstSpeakerChange:engine:
    *
@@ -1306,7 +1300,7 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
 
 static void gst_speaker_change_init(GstSpeakerChange* self) {
   self->settings = new Settings();
-  self->settings->model = default_model();
+  self->settings->model = speakerseg::default_model_path();
   self->stream = new Stream();
   gst_audio_info_init(&self->stream->info);
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
