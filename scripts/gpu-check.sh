@@ -199,7 +199,7 @@ compile() {  # compile SOURCE: one object, its log beside it
 MODULE=$WORK/bin/libspeakerseg-cuda.so
 MODEL=$DATA/model/segmentation-3.0.onnx
 CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\"")
-for src in "$SRC"/core/*.cpp "$SRC"/core/cuda/{cudnn_lstm_weights,lstm_algorithm,cuda_engine}.cpp; do
+for src in "$SRC"/core/*.cpp "$SRC"/core/cuda/{cudnn_lstm_weights,forward_pass,lstm_algorithm,cuda_engine}.cpp; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done

@@ -14,15 +14,17 @@
 
 #include "cuda/cuda_engine.h"
 #include "npy.h"
+#include "parity.h"
 #include "segmentation_engine.h"
 #include "test_env.h"
 
 namespace speakerseg {
 namespace {
 
-constexpr double kTolerance = 1e-3;
+using test::compare;
+using test::Comparison;
+constexpr double kTolerance = test::kParityTolerance;
 constexpr double kTf32Tolerance = 0.5;
-constexpr double kTieGap = 1e-3;
 
 #define SKIP_WITHOUT_GPU()                                              \
   do {                                                                  \
@@ -58,35 +60,6 @@ Reference load(const Case& c) {
   r.samples = static_cast<int>(r.input.shape.at(1));
   r.model = *c.model ? dir + "/" + c.model : test::model_path();
   return r;
-}
-
-struct Comparison {
-  double max_diff = 0;
-  int flips = 0, ties_flipped = 0;
-  bool finite = true;
-};
-
-Comparison compare(const std::vector<float>& out, const std::vector<float>& ref) {
-  Comparison c;
-  for (size_t f = 0; f < out.size() / kClasses; ++f) {
-    const float* ours = &out[f * kClasses];
-    const float* want = &ref[f * kClasses];
-    for (int k = 0; k < kClasses; ++k) {
-      c.finite = c.finite && std::isfinite(ours[k]);
-      c.max_diff = std::max(c.max_diff, std::fabs(double(ours[k]) - want[k]));
-    }
-    const int ours_top = std::max_element(ours, ours + kClasses) - ours;
-    const int ref_top = std::max_element(want, want + kClasses) - want;
-    if (ours_top == ref_top) continue;
-    float second = -INFINITY;
-    for (int k = 0; k < kClasses; ++k)
-      if (k != ref_top) second = std::max(second, want[k]);
-    if (want[ref_top] - second > kTieGap)
-      ++c.flips;
-    else
-      ++c.ties_flipped;
-  }
-  return c;
 }
 
 std::string joined(const std::vector<std::string>& lines) {

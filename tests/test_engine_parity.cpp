@@ -6,14 +6,12 @@
 #include <cstdio>
 
 #include "npy.h"
+#include "parity.h"
 #include "segmentation_engine.h"
 #include "test_env.h"
 
 namespace speakerseg {
 namespace {
-
-constexpr double kTolerance = 1e-3;
-constexpr double kTieGap = 1e-3;
 
 struct Case {
   const char* name;
@@ -41,32 +39,14 @@ TEST_P(EngineParity, MatchesOnnxRuntime) {
   engine->forward(input.data.data(), batch, samples, again.data());
   EXPECT_EQ(out, again) << "second forward pass differs";
 
-  double max_diff = 0;
-  int flips = 0, ties_flipped = 0;
-  for (size_t f = 0; f < out.size() / kClasses; ++f) {
-    const float* ours = &out[f * kClasses];
-    const float* ref = &reference.data[f * kClasses];
-    for (int k = 0; k < kClasses; ++k) {
-      ASSERT_TRUE(std::isfinite(ours[k])) << "frame " << f;
-      max_diff = std::max(max_diff, std::fabs(double(ours[k]) - ref[k]));
-    }
-    const int ours_top = std::max_element(ours, ours + kClasses) - ours;
-    const int ref_top = std::max_element(ref, ref + kClasses) - ref;
-    if (ours_top == ref_top) continue;
-    float second = -INFINITY;
-    for (int k = 0; k < kClasses; ++k)
-      if (k != ref_top) second = std::max(second, ref[k]);
-    if (ref[ref_top] - second > kTieGap)
-      ++flips;
-    else
-      ++ties_flipped;
-  }
+  const test::Comparison cmp = test::compare(out, reference.data);
   std::printf(
       "[ parity   ] %-13s threads %d: %d windows, max |diff| %.3g, argmax flips %d (+%d at "
       "near-ties)\n",
-      c.name, threads, batch, max_diff, flips, ties_flipped);
-  EXPECT_LE(max_diff, kTolerance);
-  EXPECT_EQ(flips, 0);
+      c.name, threads, batch, cmp.max_diff, cmp.flips, cmp.ties_flipped);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff, test::kParityTolerance);
+  EXPECT_EQ(cmp.flips, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

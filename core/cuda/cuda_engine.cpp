@@ -27,6 +27,7 @@
 #include "cuda_kernels.h"
 #include "cuda_module.h"
 #include "cudnn_lstm_weights.h"
+#include "forward_pass.h"
 
 namespace speakerseg {
 namespace {
@@ -84,12 +85,6 @@ std::string mib(size_t bytes) {
 
 // ---------------------------------------------------------------------------------------------
 
-constexpr int kSide = (kSincKernel - 1) / 2;  // 125
-constexpr int kHalf = kSincFilters / 2;       // 40 cosine filters, then 40 sine filters
-constexpr int kWeightLd = 128;                // padded rows of the two SincNet weight matrices
-// Rows of the SincNet im2col matrix per product: bounds its scratch (256 floats a row, 96 MiB)
-// whatever the batch. A multiple of 3 so that no pooling triple straddles two chunks.
-constexpr int kSincChunkRows = 3 * 32768;
 constexpr size_t kCublasWorkspace = 32u << 20;  // what cuBLAS asks for on Hopper
 constexpr int kMinComputeCapability = 75;       // the oldest architecture meson.build compiles for
 
@@ -123,16 +118,6 @@ cudnnRNNAlgo_t cudnn_algo(LstmAlgorithm a) {
   }
 }
 
-// Device parameters, one allocation; offsets in floats.
-struct ParamLayout {
-  size_t sinc_even, sinc_odd, conv[2], norm_scale[3], norm_bias[3], head_w[3], head_b[3], total;
-};
-
-// Where one shape's buffers sit in the arena; offsets in bytes, each 256-aligned.
-struct Layout {
-  size_t wave, scratch, pool0, pool1, features, lstm_out, logprobs, rnn_work, seq_lengths, total;
-};
-
 struct Plan {
   int batch = 0, samples = 0;
   StageLengths len{};
@@ -145,7 +130,7 @@ struct Plan {
   size_t rnn_work = 0;
   cudnnRNNDataDescriptor_t x_desc = nullptr, y_desc = nullptr;
   cudnnTensorDescriptor_t h_desc = nullptr;
-  Layout layout{};
+  cuda::BufferLayout layout{};
   bool seq_uploaded = false;  // for the arena the graph was captured in
   cudaGraphExec_t graph = nullptr;
   bool graph_failed = false;  // capture failed once: stay eager
@@ -298,54 +283,11 @@ class CudaEngine final : public SegmentationEngine {
   }
 
   void upload_parameters() {
-    const SegmentationModel& m = *model_;
-    ParamLayout& L = param_layout_;
-    size_t cursor = 0;
-    auto take = [&](size_t n) {
-      const size_t here = cursor;
-      cursor += (n + 63) / 64 * 64;  // 256-byte alignment for cuBLAS
-      return here;
-    };
-    L.sinc_even = take(static_cast<size_t>(kHalf) * kWeightLd);
-    L.sinc_odd = take(static_cast<size_t>(kHalf) * kWeightLd);
-    for (int i = 0; i < 2; ++i) L.conv[i] = take(m.conv_weight[i].size());
-    for (int s = 0; s < 3; ++s) {
-      L.norm_scale[s] = take(m.norm_scale[s].size());
-      L.norm_bias[s] = take(m.norm_bias[s].size());
-    }
-    for (int i = 0; i < 3; ++i) {
-      L.head_w[i] = take(m.head_weight[i].size());
-      L.head_b[i] = take(m.head_bias[i].size());
-    }
-    L.total = cursor;
-
-    std::vector<float> host(L.total, 0.f);
-    // The filters are symmetric (cosine half) and antisymmetric (sine half) about the centre tap:
-    // the products take pre-added / pre-subtracted sample pairs, half the multiply-adds.
-    for (int f = 0; f < kHalf; ++f) {
-      const float* e = &m.sinc_filters[static_cast<size_t>(f) * kSincKernel];
-      const float* o = &m.sinc_filters[static_cast<size_t>(f + kHalf) * kSincKernel];
-      std::copy(e, e + kSide + 1, &host[L.sinc_even + static_cast<size_t>(f) * kWeightLd]);
-      std::copy(o, o + kSide, &host[L.sinc_odd + static_cast<size_t>(f) * kWeightLd]);
-    }
-    auto put = [&](size_t off, const std::vector<float>& v) {
-      std::copy(v.begin(), v.end(), &host[off]);
-    };
-    for (int i = 0; i < 2; ++i) put(L.conv[i], m.conv_weight[i]);
-    for (int s = 0; s < 3; ++s) {
-      put(L.norm_scale[s], m.norm_scale[s]);
-      put(L.norm_bias[s], m.norm_bias[s]);
-    }
-    for (int i = 0; i < 3; ++i) {
-      put(L.head_w[i], m.head_weight[i]);
-      put(L.head_b[i], m.head_bias[i]);
-    }
-    check(cudaMalloc(&params_, L.total * sizeof(float)), "model parameters");
-    check(cudaMemcpy(params_, host.data(), L.total * sizeof(float), cudaMemcpyHostToDevice),
+    const std::vector<float> host = cuda::pack_parameters(*model_, &param_layout_);
+    check(cudaMalloc(&params_, host.size() * sizeof(float)), "model parameters");
+    check(cudaMemcpy(params_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
           "uploading the model parameters");
   }
-
-  const float* param(size_t offset) const { return static_cast<const float*>(params_) + offset; }
 
   cudnnRNNDescriptor_t new_rnn_descriptor(LstmAlgorithm a) {
     cudnnRNNDescriptor_t d = nullptr;
@@ -445,8 +387,7 @@ class CudaEngine final : public SegmentationEngine {
       p.batch = batch;
       p.samples = samples;
       p.len = stage_lengths(samples);
-      p.sinc_chunk = static_cast<int>(
-          std::min<int64_t>(static_cast<int64_t>(batch) * p.len.pool0 * kPool, kSincChunkRows));
+      p.sinc_chunk = cuda::sinc_chunk_rows(batch, samples);
       make_data_descriptors(p);
 
       const LstmAlgorithm wanted = options_.lstm_algorithm == LstmAlgorithm::kAuto
@@ -535,33 +476,9 @@ class CudaEngine final : public SegmentationEngine {
 
   // Lays out the shape's buffers and makes sure the arena holds them.
   void place(Plan& p) {
-    const size_t B = p.batch, T = p.len.frames;
-    const size_t f = sizeof(float);
-    Layout& L = p.layout;
-    size_t cursor = 0;
-    auto take = [&](size_t bytes) {
-      const size_t here = cursor;
-      cursor += (bytes + 255) / 256 * 256;
-      return here;
-    };
-    L.wave = take(B * p.samples * f);
-    // One scratch region for the stage-local temporaries, which never live at the same time:
-    // SincNet im2col + products, conv1 output, conv2 output, the head's two hidden layers.
-    const size_t sinc = static_cast<size_t>(p.sinc_chunk) * (cuda::kSincLd + kSincFilters) * f;
-    const size_t conv1 = B * p.len.pool1 * kPool * kConvChannels * f;
-    const size_t conv2 = B * T * kPool * kConvChannels * f;
-    const size_t head = 2 * B * T * kHeadHidden * f + 256;
-    L.scratch = take(std::max({sinc, conv1, conv2, head}));
-    L.pool0 = take(B * p.len.pool0 * kSincFilters * f);
-    L.pool1 = take(B * p.len.pool1 * kConvChannels * f);
-    L.features = take(B * T * kConvChannels * f);
-    L.lstm_out = take(B * T * kLstmOutput * f);
-    L.logprobs = take(B * T * kClasses * f);
-    L.rnn_work = take(p.rnn_work);
-    L.seq_lengths = take(B * sizeof(int32_t));
-    L.total = cursor;
+    p.layout = cuda::place_buffers(p.batch, p.samples, p.sinc_chunk, p.rnn_work);
     p.seq_uploaded = false;
-    reserve_arena(L.total, p);
+    reserve_arena(p.layout.total, p);
   }
 
   void reserve_arena(size_t bytes, const Plan& p) {
@@ -700,107 +617,79 @@ class CudaEngine final : public SegmentationEngine {
     }
   }
 
-  void mark(int event, bool timed) {
-    if (timed) check(cudaEventRecord(events_[event], stream_), "cudaEventRecord");
-  }
+  // The forward pass's operations, enqueued on the engine's stream.
+  class StreamOps final : public cuda::ForwardOps {
+   public:
+    StreamOps(CudaEngine& e, Plan& p, bool timed) : e_(e), p_(p), timed_(timed) {}
+
+    void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc, const char* what) override {
+      const float one = 1.f;
+      const cublasStatus_t s =
+          cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+      if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
+    }
+    void gemm_strided_batched(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
+                              int64_t stride_a, const float* b, int ldb, int64_t stride_b,
+                              float beta, float* c, int ldc, int64_t stride_c, int count,
+                              const char* what) override {
+      const float one = 1.f;
+      const cublasStatus_t s =
+          cublasSgemmStridedBatched(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, stride_a, b,
+                                    ldb, stride_b, &beta, c, ldc, stride_c, count);
+      if (s != CUBLAS_STATUS_SUCCESS)
+        check(s, ("SgemmStridedBatched (" + std::string(what) + ")").c_str());
+    }
+    void wave_norm(float* x, int batch, int samples, float scale, float bias, float eps) override {
+      check(cuda::wave_norm(x, batch, samples, scale, bias, eps, e_.stream_), "wave_norm kernel");
+    }
+    void sinc_im2col(const float* wave, int samples, int rows_per_window, int64_t first_row,
+                     int rows, float* out) override {
+      check(cuda::sinc_im2col(wave, samples, rows_per_window, first_row, rows, out, e_.stream_),
+            "sinc_im2col kernel");
+    }
+    void abs_max_pool3(const float* in, int out_rows, int channels, float* out) override {
+      check(cuda::abs_max_pool3(in, out_rows, channels, out, e_.stream_), "abs_max_pool3 kernel");
+    }
+    void pool_norm_leaky(const float* in, int pool, int batch, int rows, int channels,
+                         const float* scale, const float* bias, float eps, float slope,
+                         float* out) override {
+      check(cuda::pool_norm_leaky(in, pool, batch, rows, channels, scale, bias, eps, slope, out,
+                                  e_.stream_),
+            "pool_norm_leaky kernel");
+    }
+    void bias_leaky(float* x, int rows, int n, const float* bias, float slope) override {
+      check(cuda::bias_leaky(x, rows, n, bias, slope, e_.stream_), "bias_leaky kernel");
+    }
+    void bias_log_softmax(float* x, int rows, int n, const float* bias) override {
+      check(cuda::bias_log_softmax(x, rows, n, bias, e_.stream_), "bias_log_softmax kernel");
+    }
+    // The plan's RNN reads layout.features and writes layout.lstm_out, the buffers the pass
+    // hands over here.
+    void lstm(const float*, float*) override { check(e_.enqueue_rnn(p_), "cudnnRNNForward"); }
+    void stage_done(int stage) override {
+      if (timed_) check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");
+    }
+
+   private:
+    static cublasOperation_t op(bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; }
+    CudaEngine& e_;
+    Plan& p_;
+    bool timed_;
+  };
 
   void enqueue(Plan& p, bool timed) {
-    const SegmentationModel& m = *model_;
-    const ParamLayout& P = param_layout_;
-    const Layout& L = p.layout;
-    const StageLengths& len = p.len;
-    const int B = p.batch, T = len.frames;
-    const float one = 1.f, zero = 0.f;
-    float* scratch = at(L.scratch);
-
-    check(cuda::wave_norm(at(L.wave), B, p.samples, m.wav_norm_scale, m.wav_norm_bias, m.norm_eps,
-                          stream_),
-          "wave_norm kernel");
-    mark(2, timed);
-
-    // SincNet: conv rows in chunks, each an im2col of symmetric pairs, two products, |.|, pool.
-    const int64_t sinc_rows = static_cast<int64_t>(B) * len.pool0 * kPool;
-    float* cols = scratch;
-    float* conv = scratch + static_cast<size_t>(p.sinc_chunk) * cuda::kSincLd;
-    for (int64_t r0 = 0; r0 < sinc_rows; r0 += p.sinc_chunk) {
-      const int n = static_cast<int>(std::min<int64_t>(p.sinc_chunk, sinc_rows - r0));
-      check(cuda::sinc_im2col(at(L.wave), p.samples, len.pool0 * kPool, r0, n, cols, stream_),
-            "sinc_im2col kernel");
-      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kHalf, n, kSide + 1, &one,
-                        param(P.sinc_even), kWeightLd, cols, cuda::kSincLd, &zero, conv,
-                        kSincFilters),
-            "Sgemm (SincNet, cosine filters)");
-      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kHalf, n, kSide, &one, param(P.sinc_odd),
-                        kWeightLd, cols + cuda::kSincDiffColumn, cuda::kSincLd, &zero, conv + kHalf,
-                        kSincFilters),
-            "Sgemm (SincNet, sine filters)");
-      check(cuda::abs_max_pool3(conv, n / kPool, kSincFilters,
-                                at(L.pool0) + r0 / kPool * kSincFilters, stream_),
-            "abs_max_pool3 kernel");
-    }
-    mark(3, timed);
-    check(cuda::pool_norm_leaky(at(L.pool0), 1, B, len.pool0, kSincFilters, param(P.norm_scale[0]),
-                                param(P.norm_bias[0]), m.norm_eps, m.leaky_slope, at(L.pool0),
-                                stream_),
-          "norm0 kernel");
-    mark(4, timed);
-
-    // conv1 and conv2: a channels-last map is its own im2col per tap, so each convolution is
-    // five accumulating products per window, no copies. Their biases are left out: the instance
-    // norm after the pool subtracts every per-channel constant.
-    conv_taps(p, at(L.pool0), len.pool0, kSincFilters, P.conv[0], len.pool1 * kPool, scratch);
-    mark(5, timed);
-    check(cuda::pool_norm_leaky(scratch, kPool, B, len.pool1, kConvChannels, param(P.norm_scale[1]),
-                                param(P.norm_bias[1]), m.norm_eps, m.leaky_slope, at(L.pool1),
-                                stream_),
-          "pool1+norm1 kernel");
-    mark(6, timed);
-    conv_taps(p, at(L.pool1), len.pool1, kConvChannels, P.conv[1], T * kPool, scratch);
-    mark(7, timed);
-    check(cuda::pool_norm_leaky(scratch, kPool, B, T, kConvChannels, param(P.norm_scale[2]),
-                                param(P.norm_bias[2]), m.norm_eps, m.leaky_slope, at(L.features),
-                                stream_),
-          "pool2+norm2 kernel");
-    mark(8, timed);
-
-    check(enqueue_rnn(p), "cudnnRNNForward");
-    mark(9, timed);
-
-    const int rows = B * T;
-    float* h0 = scratch;
-    float* h1 = scratch + (static_cast<size_t>(rows) * kHeadHidden + 63) / 64 * 64;
-    float* out = at(L.logprobs);
-    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kHeadHidden, rows, kLstmOutput, &one,
-                      param(P.head_w[0]), kHeadHidden, at(L.lstm_out), kLstmOutput, &zero, h0,
-                      kHeadHidden),
-          "Sgemm (head 1)");
-    check(cuda::bias_leaky(h0, rows, kHeadHidden, param(P.head_b[0]), m.leaky_slope, stream_),
-          "bias_leaky kernel");
-    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kHeadHidden, rows, kHeadHidden, &one,
-                      param(P.head_w[1]), kHeadHidden, h0, kHeadHidden, &zero, h1, kHeadHidden),
-          "Sgemm (head 2)");
-    check(cuda::bias_leaky(h1, rows, kHeadHidden, param(P.head_b[1]), m.leaky_slope, stream_),
-          "bias_leaky kernel");
-    check(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, kClasses, rows, kHeadHidden, &one,
-                      param(P.head_w[2]), kClasses, h1, kHeadHidden, &zero, out, kClasses),
-          "Sgemm (head 3)");
-    check(cuda::bias_log_softmax(out, rows, kClasses, param(P.head_b[2]), stream_),
-          "bias_log_softmax kernel");
-    mark(10, timed);
-  }
-
-  // out[b][r][60] = sum over taps of in[b][r + tap][:] . weight[:, tap, :], for r < out_rows.
-  void conv_taps(const Plan& p, const float* in, int in_rows, int in_channels, size_t weight,
-                 int out_rows, float* out) {
-    const float one = 1.f, zero = 0.f;
-    for (int tap = 0; tap < kConvKernel; ++tap)
-      check(cublasSgemmStridedBatched(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, kConvChannels, out_rows,
-                                      in_channels, &one, param(weight) + tap * in_channels,
-                                      kConvKernel * in_channels, 0, in + tap * in_channels,
-                                      in_channels, static_cast<long long>(in_rows) * in_channels,
-                                      tap ? &one : &zero, out, kConvChannels,
-                                      static_cast<long long>(out_rows) * kConvChannels, p.batch),
-            "SgemmStridedBatched (convolution)");
+    cuda::ForwardPass pass;
+    pass.model = model_.get();
+    pass.params = static_cast<const float*>(params_);
+    pass.param_layout = param_layout_;
+    pass.arena = static_cast<char*>(arena_);
+    pass.layout = p.layout;
+    pass.batch = p.batch;
+    pass.samples = p.samples;
+    pass.sinc_chunk = p.sinc_chunk;
+    StreamOps ops(*this, p, timed);
+    cuda::run_forward_pass(pass, ops);
   }
 
   std::shared_ptr<const SegmentationModel> model_;
@@ -816,7 +705,7 @@ class CudaEngine final : public SegmentationEngine {
   std::array<cudnnRNNDescriptor_t, 4> rnn_{};  // indexed by LstmAlgorithm (dynamic: unused)
 
   void* params_ = nullptr;
-  ParamLayout param_layout_{};
+  cuda::ParamLayout param_layout_{};
   void* weight_space_ = nullptr;
   size_t weight_bytes_ = 0;
   std::vector<cudnn::WeightSlot> weight_slots_;

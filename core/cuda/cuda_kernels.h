@@ -7,12 +7,9 @@
 
 #include <cstdint>
 
-namespace speakerseg::cuda {
+#include "sinc_columns.h"
 
-// Row stride of the SincNet im2col matrix: columns [0, 126) hold the pair sums x[k] + x[250-k]
-// (and the centre tap), columns [128, 253) the pair differences x[k] - x[250-k].
-constexpr int kSincLd = 256;
-constexpr int kSincDiffColumn = 128;
+namespace speakerseg::cuda {
 
 // Instance norm of each window's waveform, in place: x = (x - mean) / sqrt(var + eps) * scale +
 // bias, mean and variance accumulated in double as the CPU engine does.
