@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,6 +174,35 @@ TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
   const Comparison single = compare(
       one, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + one.size()));
   EXPECT_LE(single.max_diff, kTolerance);
+  for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
+}
+
+// The shared scheduler hands the engine batches of every size from 1 to its maximum, in any
+// order, without the arena ever growing: each size must keep its own answers (its graph and its
+// sequence lengths must survive the other sizes' passes through the same arena).
+TEST(CudaEngine, AlternatingBatchSizesKeepResults) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 32, &warnings));
+  const size_t per_window = static_cast<size_t>(frames_for_samples(r.samples)) * kClasses;
+  std::map<int, std::vector<float>> first;
+  for (int batch : {1, 32, 1, 3, 5, 3, 32, 5, 1, 3}) {
+    std::vector<float> out(batch * per_window, NAN);
+    engine->forward(r.input.data.data(), batch, r.samples, out.data());
+    auto seen = first.find(batch);
+    if (seen == first.end()) {
+      const Comparison cmp = compare(
+          out, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + out.size()));
+      EXPECT_TRUE(cmp.finite) << "batch " << batch;
+      EXPECT_LE(cmp.max_diff, kTolerance) << "batch " << batch;
+      EXPECT_EQ(cmp.flips, 0) << "batch " << batch;
+      first.emplace(batch, std::move(out));
+    } else {
+      EXPECT_EQ(out, seen->second) << "batch " << batch << " changed after other batch sizes ran";
+    }
+  }
   for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
 }
 

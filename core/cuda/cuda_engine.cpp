@@ -45,17 +45,19 @@ std::string cuda_text(cudaError_t e) {
   throw EngineError("CUDA engine: " + what);
 }
 
+// Every failure also clears the runtime's last error: a non-sticky one (an allocation, an invalid
+// argument) left pending would otherwise come back from the next kernel launch's
+// cudaGetLastError() and fail a call that did nothing wrong. Sticky errors stay whatever is done.
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so that the engine stays usable
-    fail(std::string("out of device memory (") + what + ")");
-  }
+  cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation) fail(std::string("out of device memory (") + what + ")");
   fail(std::string(what) + " failed: " + cuda_text(e));
 }
 
 void check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
+  cudaGetLastError();
   if (s == CUBLAS_STATUS_ALLOC_FAILED)
     fail(std::string("out of device memory (cuBLAS ") + what + ")");
   fail(std::string("cuBLAS ") + what + " failed: " + cublasGetStatusName(s) + " (" +
@@ -72,10 +74,30 @@ std::string cudnn_text(cudnnStatus_t s) {
 
 void check(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) return;
+  cudaGetLastError();
   if (s == CUDNN_STATUS_ALLOC_FAILED)
     fail(std::string("out of device memory (cuDNN ") + what + ")");
   fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
 }
+
+// Makes `device` current for a scope and gives the calling thread its own current device back:
+// the engine runs on GStreamer's threads, whose other users may work on another GPU.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+    cudaGetLastError();
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
 
 std::string mib(size_t bytes) {
   char buf[32];
@@ -118,20 +140,27 @@ cudnnRNNAlgo_t cudnn_algo(LstmAlgorithm a) {
   }
 }
 
+// One cuDNN RNN descriptor and the weight space it reads. Standard and persist-static-small-h
+// serve every batch size with one each; persist-dynamic is built (compiled) once per batch size.
+struct Rnn {
+  cudnnRNNDescriptor_t desc = nullptr;
+  const void* weights = nullptr;
+  size_t weight_bytes = 0;
+};
+
 struct Plan {
   int batch = 0, samples = 0;
   StageLengths len{};
   int sinc_chunk = 0;  // im2col rows per SincNet product
   LstmAlgorithm algorithm = LstmAlgorithm::kStandard;
-  cudnnRNNDescriptor_t rnn = nullptr;      // shared per algorithm, or own_rnn
-  cudnnRNNDescriptor_t own_rnn = nullptr;  // persist-dynamic: built for this batch size
-  const void* weights = nullptr;           // the weight space rnn reads
-  size_t weight_bytes = 0;
+  const Rnn* rnn = nullptr;  // in the engine's cache
   size_t rnn_work = 0;
   cudnnRNNDataDescriptor_t x_desc = nullptr, y_desc = nullptr;
   cudnnTensorDescriptor_t h_desc = nullptr;
+  // The sequence lengths cuDNN reads on the device, at every pass and every graph replay: in an
+  // allocation of the plan's own, since the arena's contents belong to whichever shape ran last.
+  int32_t* seq_lengths = nullptr;
   cuda::BufferLayout layout{};
-  bool seq_uploaded = false;  // for the arena the graph was captured in
   cudaGraphExec_t graph = nullptr;
   bool graph_failed = false;  // capture failed once: stay eager
 };
@@ -152,6 +181,7 @@ class CudaEngine final : public SegmentationEngine {
     if (options_.device < 0 || options_.device >= count)
       fail("CUDA device " + std::to_string(options_.device) + " does not exist (" +
            std::to_string(count) + " device" + (count > 1 ? "s" : "") + " found)");
+    DeviceScope scope(options_.device);
     try {
       init();
     } catch (...) {
@@ -160,7 +190,13 @@ class CudaEngine final : public SegmentationEngine {
     }
   }
 
-  ~CudaEngine() override { release(); }
+  ~CudaEngine() override {
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+    release();
+    if (previous >= 0) cudaSetDevice(previous);
+    cudaGetLastError();
+  }
 
   std::string description() const override {
     return std::string("cuda (") + device_name_ + ", device " + std::to_string(options_.device) +
@@ -182,7 +218,7 @@ class CudaEngine final : public SegmentationEngine {
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
     if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
     // The calling thread may not be the one that built the engine (the inference worker).
-    check(cudaSetDevice(options_.device), "cudaSetDevice");
+    DeviceScope scope(options_.device);
     try {
       run(audio, batch, samples, logprobs);
     } catch (const EngineError& e) {
@@ -192,6 +228,7 @@ class CudaEngine final : public SegmentationEngine {
         broken_ = true;
         broken_reason_ = e.what();
       }
+      cudaGetLastError();
       throw;
     }
   }
@@ -201,7 +238,6 @@ class CudaEngine final : public SegmentationEngine {
   // Setup
 
   void init() {
-    check(cudaSetDevice(options_.device), "cudaSetDevice");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, options_.device), "cudaGetDeviceProperties");
     device_name_ = prop.name;
@@ -232,13 +268,8 @@ class CudaEngine final : public SegmentationEngine {
           "cudnnSetDropoutDescriptor");
 
     upload_parameters();
-    // The weight layout every descriptor of this configuration should share.
-    cudnnRNNDescriptor_t standard = rnn_descriptor(LstmAlgorithm::kStandard);
-    check(cudnnGetRNNWeightSpaceSize(cudnn_, standard, &weight_bytes_),
-          "cudnnGetRNNWeightSpaceSize");
-    check(cudaMalloc(&weight_space_, weight_bytes_), "cuDNN RNN weight space");
-    weight_slots_ = weight_layout(standard, weight_space_, weight_bytes_);
-    pack_weights(weight_slots_, weight_space_, weight_bytes_);
+    // Standard's weight space, which the other algorithms share where their layout is the same.
+    rnn_for(LstmAlgorithm::kStandard, 0);
 
     // Plan (and take the memory for) the largest batch of full windows now, so that a GPU too
     // small for it, or an algorithm that cannot run, shows up when the engine is made.
@@ -250,18 +281,21 @@ class CudaEngine final : public SegmentationEngine {
     if (stream_) cudaStreamSynchronize(stream_);
     for (auto& p : plans_) destroy_plan(*p.second);
     plans_.clear();
-    for (auto& d : rnn_) {
-      if (d) cudnnDestroyRNNDescriptor(d);
-      d = nullptr;
-    }
-    for (void* p : {arena_, params_, weight_space_, cublas_workspace_})
-      if (p) cudaFree(p);
-    arena_ = params_ = weight_space_ = cublas_workspace_ = nullptr;
-    for (void* p : own_weight_spaces_) cudaFree(p);
-    own_weight_spaces_.clear();
+    for (auto& r : rnns_)
+      if (r.second.desc) cudnnDestroyRNNDescriptor(r.second.desc);
+    rnns_.clear();
+    rnn_failures_.clear();
+    for (void* p : weight_spaces_) cudaFree(p);
+    weight_spaces_.clear();
+    weight_slots_.clear();
+    // The handles before the workspace cuBLAS was given.
     if (dropout_) cudnnDestroyDropoutDescriptor(dropout_);
     if (cudnn_) cudnnDestroy(cudnn_);
     if (cublas_) cublasDestroy(cublas_);
+    for (void* p : {arena_, params_, cublas_workspace_})
+      if (p) cudaFree(p);
+    arena_ = params_ = cublas_workspace_ = nullptr;
+    arena_bytes_ = 0;
     for (auto& e : events_)
       if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
@@ -275,18 +309,25 @@ class CudaEngine final : public SegmentationEngine {
 
   static void destroy_plan(Plan& p) noexcept {
     if (p.graph) cudaGraphExecDestroy(p.graph);
-    if (p.own_rnn) cudnnDestroyRNNDescriptor(p.own_rnn);
+    if (p.seq_lengths) cudaFree(p.seq_lengths);
     if (p.x_desc) cudnnDestroyRNNDataDescriptor(p.x_desc);
     if (p.y_desc) cudnnDestroyRNNDataDescriptor(p.y_desc);
     if (p.h_desc) cudnnDestroyTensorDescriptor(p.h_desc);
     p = Plan{};
   }
 
+  // A synchronous copy on the engine's own stream. (A plain cudaMemcpy from pageable memory may
+  // return before the data has arrived, and it runs on the legacy stream, which the engine's
+  // non-blocking stream is not ordered with.)
+  void upload(void* device, const void* host, size_t bytes, const char* what) {
+    check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), what);
+    check(cudaStreamSynchronize(stream_), what);
+  }
+
   void upload_parameters() {
     const std::vector<float> host = cuda::pack_parameters(*model_, &param_layout_);
     check(cudaMalloc(&params_, host.size() * sizeof(float)), "model parameters");
-    check(cudaMemcpy(params_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
-          "uploading the model parameters");
+    upload(params_, host.data(), host.size() * sizeof(float), "uploading the model parameters");
   }
 
   cudnnRNNDescriptor_t new_rnn_descriptor(LstmAlgorithm a) {
@@ -304,14 +345,59 @@ class CudaEngine final : public SegmentationEngine {
     return d;
   }
 
-  // Standard and persist-static-small-h serve every batch size with one descriptor each.
-  cudnnRNNDescriptor_t rnn_descriptor(LstmAlgorithm a) {
-    cudnnRNNDescriptor_t& d = rnn_[static_cast<int>(a)];
-    if (!d) d = new_rnn_descriptor(a);
-    return d;
+  // The descriptor (and weight space) for an algorithm and batch size, made on first use.
+  // persist-dynamic compiles its kernel for the batch size with NVRTC (seconds): once per size,
+  // and a size whose build failed is not tried again.
+  const Rnn& rnn_for(LstmAlgorithm a, int batch) {
+    const std::pair<LstmAlgorithm, int> key{a, a == LstmAlgorithm::kPersistDynamic ? batch : 0};
+    auto it = rnns_.find(key);
+    if (it != rnns_.end()) return it->second;
+    auto failed = rnn_failures_.find(key);
+    if (failed != rnn_failures_.end()) fail(failed->second);
+    Rnn r;
+    r.desc = new_rnn_descriptor(a);
+    try {
+      if (a == LstmAlgorithm::kPersistDynamic) {
+        const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, r.desc, batch);
+        if (s != CUDNN_STATUS_SUCCESS) {
+          cudaGetLastError();
+          const std::string why =
+              "lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
+              std::to_string(batch) + " failed: " + cudnn_text(s) +
+              " (cuDNN compiles this kernel at run time with NVRTC: libnvrtc must be on the "
+              "library path; lstm-algorithm standard needs no NVRTC)";
+          rnn_failures_[key] = why;
+          fail(why);
+        }
+      }
+      check(cudnnGetRNNWeightSpaceSize(cudnn_, r.desc, &r.weight_bytes),
+            "cudnnGetRNNWeightSpaceSize");
+      if (shared_weights_.weights && r.weight_bytes == shared_weights_.weight_bytes &&
+          weight_layout(r.desc, shared_weights_.weights, r.weight_bytes) == weight_slots_) {
+        r.weights = shared_weights_.weights;
+      } else {
+        // The first (standard) descriptor's space, or one of another layout: cuDNN does not
+        // promise one layout for every algorithm, and a second copy costs one upload.
+        void* space = nullptr;
+        check(cudaMalloc(&space, r.weight_bytes), "cuDNN RNN weight space");
+        weight_spaces_.push_back(space);
+        const auto slots = weight_layout(r.desc, space, r.weight_bytes);
+        pack_weights(slots, space, r.weight_bytes);
+        r.weights = space;
+        if (!shared_weights_.weights) {
+          weight_slots_ = slots;
+          shared_weights_ = r;
+        }
+      }
+    } catch (...) {
+      cudnnDestroyRNNDescriptor(r.desc);
+      throw;
+    }
+    return rnns_.emplace(key, r).first->second;
   }
 
-  // Where cuDNN expects every matrix and bias, in cudnn::slot_index order.
+  // Where cuDNN expects every matrix and bias, in cudnn::slot_index order: offsets from the
+  // start of `space`, a weight space of at least `bytes` bytes.
   std::vector<cudnn::WeightSlot> weight_layout(cudnnRNNDescriptor_t rnn, const void* space,
                                                size_t bytes) {
     cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
@@ -365,8 +451,7 @@ class CudaEngine final : public SegmentationEngine {
     } catch (const std::invalid_argument& e) {
       fail(std::string("cuDNN's RNN weight layout is not the expected one: ") + e.what());
     }
-    check(cudaMemcpy(space, host.data(), bytes, cudaMemcpyHostToDevice),
-          "uploading the LSTM weights");
+    upload(space, host.data(), bytes, "uploading the LSTM weights");
   }
 
   // ------------------------------------------------------------------------------------------
@@ -389,6 +474,11 @@ class CudaEngine final : public SegmentationEngine {
       p.len = stage_lengths(samples);
       p.sinc_chunk = cuda::sinc_chunk_rows(batch, samples);
       make_data_descriptors(p);
+      const std::vector<int32_t> lengths(batch, p.len.frames);
+      check(cudaMalloc(reinterpret_cast<void**>(&p.seq_lengths), lengths.size() * sizeof(int32_t)),
+            "sequence lengths");
+      upload(p.seq_lengths, lengths.data(), lengths.size() * sizeof(int32_t),
+             "uploading the sequence lengths");
 
       const LstmAlgorithm wanted = options_.lstm_algorithm == LstmAlgorithm::kAuto
                                        ? auto_choice(batch)
@@ -400,9 +490,9 @@ class CudaEngine final : public SegmentationEngine {
           probe_rnn(p);
       } catch (const EngineError& e) {
         if (options_.lstm_algorithm != LstmAlgorithm::kAuto) throw;
+        cudaGetLastError();
         options_.warn(std::string(e.what()) + "; batch " + std::to_string(batch) +
                       " falls back to lstm-algorithm standard");
-        release_rnn(p);
         setup_rnn(p, LstmAlgorithm::kStandard);
         place(p);
       }
@@ -433,51 +523,22 @@ class CudaEngine final : public SegmentationEngine {
           "cudnnSetTensorNdDescriptor (LSTM states)");
   }
 
-  void release_rnn(Plan& p) noexcept {
-    if (p.own_rnn) cudnnDestroyRNNDescriptor(p.own_rnn);
-    p.own_rnn = p.rnn = nullptr;
-    p.weights = nullptr;
-  }
-
   void setup_rnn(Plan& p, LstmAlgorithm a) {
     p.algorithm = a;
-    if (a == LstmAlgorithm::kPersistDynamic) {
-      p.own_rnn = p.rnn = new_rnn_descriptor(a);
-      // Compiles the persistent kernel for this batch size with NVRTC (seconds, once per size).
-      const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, p.rnn, p.batch);
-      if (s != CUDNN_STATUS_SUCCESS)
-        fail("lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
-             std::to_string(p.batch) + " failed: " + cudnn_text(s) +
-             " (cuDNN compiles this kernel at run time with NVRTC: libnvrtc must be on the "
-             "library path; lstm-algorithm standard needs no NVRTC)");
-    } else {
-      p.rnn = rnn_descriptor(a);
-    }
-    size_t bytes = 0;
-    check(cudnnGetRNNWeightSpaceSize(cudnn_, p.rnn, &bytes), "cudnnGetRNNWeightSpaceSize");
-    p.weights = weight_space_;
-    p.weight_bytes = weight_bytes_;
-    if (bytes != weight_bytes_ || weight_layout(p.rnn, weight_space_, bytes) != weight_slots_) {
-      // cuDNN does not promise one layout for every algorithm: a second copy costs one upload.
-      void* own = nullptr;
-      check(cudaMalloc(&own, bytes), "cuDNN RNN weight space");
-      own_weight_spaces_.push_back(own);
-      pack_weights(weight_layout(p.rnn, own, bytes), own, bytes);
-      p.weights = own;
-      p.weight_bytes = bytes;
-    }
+    p.rnn = &rnn_for(a, p.batch);
     size_t reserve = 0;
-    const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(cudnn_, p.rnn, CUDNN_FWD_MODE_INFERENCE,
+    const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE,
                                                       p.x_desc, &p.rnn_work, &reserve);
-    if (s != CUDNN_STATUS_SUCCESS)
+    if (s != CUDNN_STATUS_SUCCESS) {
+      cudaGetLastError();
       fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
            std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+    }
   }
 
   // Lays out the shape's buffers and makes sure the arena holds them.
   void place(Plan& p) {
     p.layout = cuda::place_buffers(p.batch, p.samples, p.sinc_chunk, p.rnn_work);
-    p.seq_uploaded = false;
     reserve_arena(p.layout.total, p);
   }
 
@@ -487,7 +548,6 @@ class CudaEngine final : public SegmentationEngine {
     for (auto& q : plans_) {
       if (q.second->graph) cudaGraphExecDestroy(q.second->graph);
       q.second->graph = nullptr;
-      q.second->seq_uploaded = false;
     }
     if (arena_) cudaFree(arena_);
     arena_ = nullptr;
@@ -512,36 +572,26 @@ class CudaEngine final : public SegmentationEngine {
     return reinterpret_cast<T*>(static_cast<char*>(arena_) + offset);
   }
 
-  void upload_seq_lengths(Plan& p) {
-    if (p.seq_uploaded) return;
-    const std::vector<int32_t> lengths(p.batch, p.len.frames);
-    check(cudaMemcpyAsync(at<int32_t>(p.layout.seq_lengths), lengths.data(),
-                          lengths.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
-          "uploading the sequence lengths");
-    check(cudaStreamSynchronize(stream_), "uploading the sequence lengths");
-    p.seq_uploaded = true;
-  }
-
   cudnnStatus_t enqueue_rnn(Plan& p) {
-    return cudnnRNNForward(cudnn_, p.rnn, CUDNN_FWD_MODE_INFERENCE,
-                           at<int32_t>(p.layout.seq_lengths), p.x_desc, at(p.layout.features),
-                           p.y_desc, at(p.layout.lstm_out), p.h_desc, nullptr, nullptr, p.h_desc,
-                           nullptr, nullptr, p.weight_bytes, p.weights, p.rnn_work,
-                           at<void>(p.layout.rnn_work), 0, nullptr);
+    return cudnnRNNForward(cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p.seq_lengths, p.x_desc,
+                           at(p.layout.features), p.y_desc, at(p.layout.lstm_out), p.h_desc,
+                           nullptr, nullptr, p.h_desc, nullptr, nullptr, p.rnn->weight_bytes,
+                           p.rnn->weights, p.rnn_work, at<void>(p.layout.rnn_work), 0, nullptr);
   }
 
   // Runs the RNN once on zeros: a persistent algorithm that this GPU or configuration cannot run
   // fails here, where `auto` can still fall back, rather than in a forward pass.
   void probe_rnn(Plan& p) {
-    upload_seq_lengths(p);
     check(cudaMemsetAsync(
               at(p.layout.features), 0,
               static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
           "cudaMemsetAsync");
     const cudnnStatus_t s = enqueue_rnn(p);
-    if (s != CUDNN_STATUS_SUCCESS)
+    if (s != CUDNN_STATUS_SUCCESS) {
+      cudaGetLastError();
       fail(std::string("lstm-algorithm ") + lstm_algorithm_name(p.algorithm) + " for batch " +
            std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
+    }
     check(cudaStreamSynchronize(stream_), "the LSTM probe run");
   }
 
@@ -550,7 +600,9 @@ class CudaEngine final : public SegmentationEngine {
 
   void run(const float* audio, int batch, int samples, float* logprobs) {
     Plan& p = plan_for(batch, samples);
-    upload_seq_lengths(p);
+    // Normally a no-op; after an arena growth that failed for lack of memory (which leaves no
+    // arena), this takes one again before anything uses it.
+    reserve_arena(p.layout.total, p);
     const size_t in_bytes = static_cast<size_t>(batch) * samples * sizeof(float);
     const size_t out_bytes = static_cast<size_t>(batch) * p.len.frames * kClasses * sizeof(float);
     const bool replay = p.graph != nullptr;
@@ -591,16 +643,20 @@ class CudaEngine final : public SegmentationEngine {
   // eager pass, which has loaded every kernel module (lazy loading cannot happen inside a capture).
   void capture(Plan& p) {
     cudaGraph_t graph = nullptr;
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
-          "cudaStreamBeginCapture");
     std::string problem;
-    try {
-      enqueue(p, false);
-    } catch (const std::exception& e) {
-      problem = e.what();
+    const cudaError_t begin = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+    if (begin != cudaSuccess) {
+      problem = "cudaStreamBeginCapture: " + cuda_text(begin);
+    } else {
+      try {
+        enqueue(p, false);
+      } catch (const std::exception& e) {
+        problem = e.what();
+      }
+      const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+      if (problem.empty() && end != cudaSuccess)
+        problem = "cudaStreamEndCapture: " + cuda_text(end);
     }
-    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    if (problem.empty() && end != cudaSuccess) problem = "cudaStreamEndCapture: " + cuda_text(end);
     if (problem.empty()) {
       const cudaError_t e = cudaGraphInstantiate(&p.graph, graph, 0);
       if (e != cudaSuccess) {
@@ -702,14 +758,15 @@ class CudaEngine final : public SegmentationEngine {
   void* cublas_workspace_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cudnnDropoutDescriptor_t dropout_ = nullptr;
-  std::array<cudnnRNNDescriptor_t, 4> rnn_{};  // indexed by LstmAlgorithm (dynamic: unused)
+  // Descriptors by (algorithm, batch size for persist-dynamic, else 0); why a build failed.
+  std::map<std::pair<LstmAlgorithm, int>, Rnn> rnns_;
+  std::map<std::pair<LstmAlgorithm, int>, std::string> rnn_failures_;
 
   void* params_ = nullptr;
   cuda::ParamLayout param_layout_{};
-  void* weight_space_ = nullptr;
-  size_t weight_bytes_ = 0;
-  std::vector<cudnn::WeightSlot> weight_slots_;
-  std::vector<void*> own_weight_spaces_;
+  Rnn shared_weights_{};  // standard's weight space, and so everyone's of the same layout
+  std::vector<cudnn::WeightSlot> weight_slots_;  // its layout
+  std::vector<void*> weight_spaces_;
 
   void* arena_ = nullptr;
   size_t arena_bytes_ = 0;

@@ -40,9 +40,11 @@ __global__ void __launch_bounds__(kWaveThreads)
     sq += d * d;
   }
   const double var = block_sum(sq, red) / samples;
+  // (x - mean) first: x * mul + (bias - mean * mul) would cancel digits where the mean (a DC
+  // offset) is large against the spread.
+  const float mean_f = static_cast<float>(mean);
   const float mul = static_cast<float>(scale / sqrt(var + eps));
-  const float add = static_cast<float>(bias - mean * mul);
-  for (int i = threadIdx.x; i < samples; i += blockDim.x) w[i] = w[i] * mul + add;
+  for (int i = threadIdx.x; i < samples; i += blockDim.x) w[i] = (w[i] - mean_f) * mul + bias;
 }
 
 // One row per threadIdx.y, one pair of taps per threadIdx.x (128 wide).
@@ -121,10 +123,9 @@ __global__ void __launch_bounds__(kNormChannels* kNormRowGroups)
   const double var = column_sum(sq, red) / rows;
   if (!live) return;
   const float mul = static_cast<float>(1.0 / sqrt(var + eps)) * scale[c];
-  const float add = bias[c] - mean * mul;
   // With pool 1 and in == out, each element is read and then written by the same thread.
   for (int r = threadIdx.y; r < rows; r += kNormRowGroups) {
-    const float v = pooled(x, pool, r, channels) * mul + add;
+    const float v = (pooled(x, pool, r, channels) - mean) * mul + bias[c];
     y[static_cast<int64_t>(r) * channels] = v < 0.f ? v * slope : v;
   }
 }

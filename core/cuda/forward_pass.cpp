@@ -96,7 +96,6 @@ BufferLayout place_buffers(int batch, int samples, int sinc_chunk, size_t rnn_wo
   L.lstm_out = take(B * T * kLstmOutput * f);
   L.logprobs = take(B * T * kClasses * f);
   L.rnn_work = take(rnn_work_bytes);
-  L.seq_lengths = take(B * sizeof(int32_t));
   L.total = cursor;
   return L;
 }

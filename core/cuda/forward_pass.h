@@ -38,7 +38,7 @@ std::vector<float> pack_parameters(const SegmentationModel& model, ParamLayout* 
 
 // Where one (batch, samples) shape's buffers sit in its arena; offsets in bytes, 256-aligned.
 struct BufferLayout {
-  size_t wave, scratch, pool0, pool1, features, lstm_out, logprobs, rnn_work, seq_lengths, total;
+  size_t wave, scratch, pool0, pool1, features, lstm_out, logprobs, rnn_work, total;
 };
 
 // SincNet im2col rows per product for a batch: all of them, up to kSincChunkRows.
