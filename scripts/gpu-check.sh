@@ -8,7 +8,8 @@
 #   3. runs test_cuda_engine (ONNX Runtime parity of every algorithm, graphs off and on);
 #   4. prints a benchmark table: per-forward median and p99, windows/s, for batch 1, 8, 32, 128,
 #      512 x each LSTM algorithm x CUDA graphs on/off, and the CPU engine on the same windows;
-#   5. runs 2 000 and 5 000 live channels on one shared CUDA engine (speakerseg live).
+#   5. runs 2 000 and 5 000 live channels on one shared CUDA engine (speakerseg live);
+#   6. runs a few GPU tests under compute-sanitizer's memcheck while time is left.
 # Meant to finish in under 8 minutes on a 16-core machine; past GPU_CHECK_BUDGET seconds (default
 # 420) it skips the remaining benchmark rows and says so.
 #
@@ -320,5 +321,33 @@ for channels in ${GPU_CHECK_CHANNELS:-2000 5000}; do
   "$WORK/bin/speakerseg" live --engine cuda --batch 512 --channels "$channels" --seconds 20 \
     --warmup 10 --feeders "$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))" 2>&1 | tail -n 3
 done
+# --- 6. The memory checker on our kernels, while time is left -----------------------------------
+# compute-sanitizer (next to nvcc) finds out-of-bounds and uninitialised device accesses; it
+# works on some of these machines' runtimes and not on others, and slows every kernel down a lot,
+# so: one window per LSTM algorithm (eager) and with a graph, and the alternating-batch test.
+SANITIZER=$(command -v compute-sanitizer || ls "$NVCC_ROOT"/bin/compute-sanitizer 2>/dev/null ||
+  true)
+left=$((470 - SECONDS))
+if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && [ -n "$SANITIZER" ] && [ $left -gt 60 ]; then
+  echo "=== compute-sanitizer memcheck (at most $((left - 10)) s)"
+  timeout $((left - 10)) "$SANITIZER" --tool memcheck --leak-check no --error-exitcode 3 \
+    "$WORK/bin/test_cuda_engine" \
+    --gtest_filter='*CudaParity*first_window_*_eager:*CudaParity*first_window_standard_graphs:CudaEngine.AlternatingBatchSizesKeepResults' \
+    >"$WORK/memcheck.log" 2>&1
+  rc=$?
+  grep -E '^========= (ERROR SUMMARY|Invalid|Uninitialized|Program hit|Error)' "$WORK/memcheck.log" |
+    head -n 20
+  grep -E '^\[ +(OK|FAILED) +\]' "$WORK/memcheck.log" | head -n 8
+  case $rc in
+    0) say "memcheck: no error" ;;
+    3) say "memcheck: errors found (log: $WORK/memcheck.log)" && test_rc=1 ;;
+    124) say "memcheck: stopped after $((left - 10)) s, unfinished (not counted as a failure)" ;;
+    *) say "memcheck: exit $rc, see $WORK/memcheck.log (the sanitizer may not work on this runtime)" ;;
+  esac
+elif [ -z "$SANITIZER" ]; then
+  say "memcheck: compute-sanitizer not found, skipped"
+else
+  say "memcheck: skipped (time budget or GPU_CHECK_SANITIZER=0)"
+fi
 say "done in $SECONDS s"
 [ $test_rc = 0 ] && exit 0 || exit 1
