@@ -274,6 +274,11 @@ class CudaEngine final : public SegmentationEngine {
     // Plan (and take the memory for) the largest batch of full windows now, so that a GPU too
     // small for it, or an algorithm that cannot run, shows up when the engine is made.
     plan_for(options_.max_batch, kWindowSamples);
+    // A lone window, the shared scheduler's batch whenever load is light, is persist-dynamic's
+    // under auto: its NVRTC compile (seconds) belongs here rather than in the middle of a stream.
+    if (options_.max_batch > 1 && (options_.lstm_algorithm == LstmAlgorithm::kAuto ||
+                                   options_.lstm_algorithm == LstmAlgorithm::kPersistDynamic))
+      plan_for(1, kWindowSamples);
   }
 
   void release() noexcept {
