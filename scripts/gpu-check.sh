@@ -327,10 +327,13 @@ done
 # so: one window per LSTM algorithm (eager) and with a graph, and the alternating-batch test.
 SANITIZER=$(command -v compute-sanitizer || ls "$NVCC_ROOT"/bin/compute-sanitizer 2>/dev/null ||
   true)
-left=$((470 - SECONDS))
+left=$((start_build + BUDGET + 50 - SECONDS))
 if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && [ -n "$SANITIZER" ] && [ $left -gt 60 ]; then
   echo "=== compute-sanitizer memcheck (at most $((left - 10)) s)"
-  timeout $((left - 10)) "$SANITIZER" --tool memcheck --leak-check no --error-exitcode 3 \
+  # API errors off: the engine provokes and handles some on purpose (an algorithm probe, a
+  # capture that falls back); what this step is for is our kernels' memory accesses.
+  timeout $((left - 10)) "$SANITIZER" --tool memcheck --leak-check no --report-api-errors no \
+    --error-exitcode 3 \
     "$WORK/bin/test_cuda_engine" \
     --gtest_filter='*CudaParity*first_window_*_eager:*CudaParity*first_window_standard_graphs:CudaEngine.AlternatingBatchSizesKeepResults' \
     >"$WORK/memcheck.log" 2>&1
@@ -338,12 +341,20 @@ if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && [ -n "$SANITIZER" ] && [ $left -gt 60 
   grep -E '^========= (ERROR SUMMARY|Invalid|Uninitialized|Program hit|Error)' "$WORK/memcheck.log" |
     head -n 20
   grep -E '^\[ +(OK|FAILED) +\]' "$WORK/memcheck.log" | head -n 8
-  case $rc in
-    0) say "memcheck: no error" ;;
-    3) say "memcheck: errors found (log: $WORK/memcheck.log)" && test_rc=1 ;;
-    124) say "memcheck: stopped after $((left - 10)) s, unfinished (not counted as a failure)" ;;
-    *) say "memcheck: exit $rc, see $WORK/memcheck.log (the sanitizer may not work on this runtime)" ;;
-  esac
+  # Errors reported count whatever the exit (a timeout or a test failing under the sanitizer
+  # still leaves them in the log).
+  if [ $rc = 3 ] ||
+    grep -qE '^========= (Invalid|Uninitialized|ERROR SUMMARY: [1-9])' "$WORK/memcheck.log"; then
+    say "memcheck: errors found (log: $WORK/memcheck.log)"
+    test_rc=1
+  else
+    case $rc in
+      0) say "memcheck: no error" ;;
+      124) say "memcheck: no error in the $((left - 10)) s it had; stopped unfinished" ;;
+      1) say "memcheck: no memory error; a test failed under the sanitizer (log: $WORK/memcheck.log)" ;;
+      *) say "memcheck: exit $rc, see $WORK/memcheck.log (the sanitizer may not work on this runtime)" ;;
+    esac
+  fi
 elif [ -z "$SANITIZER" ]; then
   say "memcheck: compute-sanitizer not found, skipped"
 else

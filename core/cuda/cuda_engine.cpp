@@ -80,25 +80,6 @@ void check(cudnnStatus_t s, const char* what) {
   fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
 }
 
-// Makes `device` current for a scope and gives the calling thread its own current device back:
-// the engine runs on GStreamer's threads, whose other users may work on another GPU.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-    cudaGetLastError();
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
 std::string mib(size_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
@@ -181,7 +162,6 @@ class CudaEngine final : public SegmentationEngine {
     if (options_.device < 0 || options_.device >= count)
       fail("CUDA device " + std::to_string(options_.device) + " does not exist (" +
            std::to_string(count) + " device" + (count > 1 ? "s" : "") + " found)");
-    DeviceScope scope(options_.device);
     try {
       init();
     } catch (...) {
@@ -190,13 +170,7 @@ class CudaEngine final : public SegmentationEngine {
     }
   }
 
-  ~CudaEngine() override {
-    int previous = -1;
-    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-    release();
-    if (previous >= 0) cudaSetDevice(previous);
-    cudaGetLastError();
-  }
+  ~CudaEngine() override { release(); }
 
   std::string description() const override {
     return std::string("cuda (") + device_name_ + ", device " + std::to_string(options_.device) +
@@ -217,8 +191,10 @@ class CudaEngine final : public SegmentationEngine {
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
     if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
-    // The calling thread may not be the one that built the engine (the inference worker).
-    DeviceScope scope(options_.device);
+    // The calling thread may not be the one that built the engine (the inference worker). The
+    // device stays current there afterwards: giving a thread back "its" device would make one
+    // that never chose any create a context on GPU 0.
+    check(cudaSetDevice(options_.device), "cudaSetDevice");
     try {
       run(audio, batch, samples, logprobs);
     } catch (const EngineError& e) {
@@ -238,6 +214,7 @@ class CudaEngine final : public SegmentationEngine {
   // Setup
 
   void init() {
+    check(cudaSetDevice(options_.device), "cudaSetDevice");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, options_.device), "cudaGetDeviceProperties");
     device_name_ = prop.name;
@@ -276,8 +253,7 @@ class CudaEngine final : public SegmentationEngine {
     plan_for(options_.max_batch, kWindowSamples);
     // A lone window, the shared scheduler's batch whenever load is light, is persist-dynamic's
     // under auto: its NVRTC compile (seconds) belongs here rather than in the middle of a stream.
-    if (options_.max_batch > 1 && (options_.lstm_algorithm == LstmAlgorithm::kAuto ||
-                                   options_.lstm_algorithm == LstmAlgorithm::kPersistDynamic))
+    if (options_.max_batch > 1 && options_.lstm_algorithm == LstmAlgorithm::kAuto)
       plan_for(1, kWindowSamples);
   }
 
@@ -385,9 +361,15 @@ class CudaEngine final : public SegmentationEngine {
         // promise one layout for every algorithm, and a second copy costs one upload.
         void* space = nullptr;
         check(cudaMalloc(&space, r.weight_bytes), "cuDNN RNN weight space");
+        std::vector<cudnn::WeightSlot> slots;
+        try {
+          slots = weight_layout(r.desc, space, r.weight_bytes);
+          pack_weights(slots, space, r.weight_bytes);
+        } catch (...) {
+          cudaFree(space);
+          throw;
+        }
         weight_spaces_.push_back(space);
-        const auto slots = weight_layout(r.desc, space, r.weight_bytes);
-        pack_weights(slots, space, r.weight_bytes);
         r.weights = space;
         if (!shared_weights_.weights) {
           weight_slots_ = slots;
