@@ -374,6 +374,7 @@ int cmd_live(const Args& a) {
   std::shared_ptr<SharedScheduler> scheduler;
   if (!own) scheduler = std::make_shared<SharedScheduler>(make_engine(a, model, batch), batch);
   std::vector<Channel> channels(static_cast<size_t>(n));
+  const int step = step_samples(settings);
   for (int i = 0; i < n; ++i) {
     Channel& c = channels[static_cast<size_t>(i)];
     if (own)
@@ -382,7 +383,6 @@ int cmd_live(const Args& a) {
     else
       c.segmenter = std::make_unique<SharedSegmenterChannel>(scheduler, settings,
                                                              SharedChannelOptions{4, true, 0});
-    const int step = step_samples(settings);
     c.windows = std::make_unique<WindowBuffer>(kWindowSamples, step,
                                                staggered_first_end(step, static_cast<uint64_t>(i)));
     c.offset = static_cast<int64_t>(i * 7.3 * kSampleRate) % static_cast<int64_t>(audio.size());

@@ -15,10 +15,8 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -41,23 +39,22 @@ std::string cuda_text(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
 }
 
-[[noreturn]] void fail(const std::string& what) {
-  throw EngineError("CUDA engine: " + what);
-}
-
 // Every failure also clears the runtime's last error: a non-sticky one (an allocation, an invalid
 // argument) left pending would otherwise come back from the next kernel launch's
 // cudaGetLastError() and fail a call that did nothing wrong. Sticky errors stay whatever is done.
+[[noreturn]] void fail(const std::string& what) {
+  cudaGetLastError();
+  throw EngineError("CUDA engine: " + what);
+}
+
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  cudaGetLastError();
   if (e == cudaErrorMemoryAllocation) fail(std::string("out of device memory (") + what + ")");
   fail(std::string(what) + " failed: " + cuda_text(e));
 }
 
 void check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  cudaGetLastError();
   if (s == CUBLAS_STATUS_ALLOC_FAILED)
     fail(std::string("out of device memory (cuBLAS ") + what + ")");
   fail(std::string("cuBLAS ") + what + " failed: " + cublasGetStatusName(s) + " (" +
@@ -74,7 +71,6 @@ std::string cudnn_text(cudnnStatus_t s) {
 
 void check(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) return;
-  cudaGetLastError();
   if (s == CUDNN_STATUS_ALLOC_FAILED)
     fail(std::string("out of device memory (cuDNN ") + what + ")");
   fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
@@ -341,7 +337,6 @@ class CudaEngine final : public SegmentationEngine {
       if (a == LstmAlgorithm::kPersistDynamic) {
         const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, r.desc, batch);
         if (s != CUDNN_STATUS_SUCCESS) {
-          cudaGetLastError();
           const std::string why =
               "lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
               std::to_string(batch) + " failed: " + cudnn_text(s) +
@@ -477,7 +472,6 @@ class CudaEngine final : public SegmentationEngine {
           probe_rnn(p);
       } catch (const EngineError& e) {
         if (options_.lstm_algorithm != LstmAlgorithm::kAuto) throw;
-        cudaGetLastError();
         options_.warn(std::string(e.what()) + "; batch " + std::to_string(batch) +
                       " falls back to lstm-algorithm standard");
         setup_rnn(p, LstmAlgorithm::kStandard);
@@ -516,11 +510,9 @@ class CudaEngine final : public SegmentationEngine {
     size_t reserve = 0;
     const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE,
                                                       p.x_desc, &p.rnn_work, &reserve);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      cudaGetLastError();
+    if (s != CUDNN_STATUS_SUCCESS)
       fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
            std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
-    }
   }
 
   // Lays out the shape's buffers and makes sure the arena holds them.
@@ -545,7 +537,6 @@ class CudaEngine final : public SegmentationEngine {
       arena_ = nullptr;
       size_t free_bytes = 0, total_bytes = 0;
       cudaMemGetInfo(&free_bytes, &total_bytes);
-      cudaGetLastError();
       fail("out of device memory: batch " + std::to_string(p.batch) + " of " +
            std::to_string(p.samples) + "-sample windows needs " + mib(bytes) + " on " +
            device_name_ + " (" + mib(free_bytes) + " free of " + mib(total_bytes) +
@@ -574,11 +565,9 @@ class CudaEngine final : public SegmentationEngine {
               static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
           "cudaMemsetAsync");
     const cudnnStatus_t s = enqueue_rnn(p);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      cudaGetLastError();
+    if (s != CUDNN_STATUS_SUCCESS)
       fail(std::string("lstm-algorithm ") + lstm_algorithm_name(p.algorithm) + " for batch " +
            std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
-    }
     check(cudaStreamSynchronize(stream_), "the LSTM probe run");
   }
 
