@@ -189,7 +189,7 @@ compile() {  # compile SOURCE: one object, its log beside it
   }
 }
 "$NVCC" -std=c++17 -O3 --threads=0 "${GENCODE[@]}" -Xcompiler=-fPIC,-Wall,-Wextra \
-  -I"$SRC/core/cuda" -c "$SRC/core/cuda/cuda_kernels.cu" -o "$WORK/obj/cuda_kernels.o" \
+  -I"$SRC/core" -c "$SRC/core/engines/cuda/cuda_kernels.cu" -o "$WORK/obj/cuda_kernels.o" \
   >"$WORK/obj/cuda_kernels.o.log" 2>&1 || {
   cat "$WORK/obj/cuda_kernels.o.log"
   touch "$WORK/obj/FAILED"
@@ -200,12 +200,14 @@ compile() {  # compile SOURCE: one object, its log beside it
 MODULE=$WORK/bin/libspeakerseg-cuda.so
 MODEL=$DATA/model/segmentation-3.0.onnx
 CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\"")
-for src in "$SRC"/core/*.cpp "$SRC"/core/cuda/{cudnn_lstm_weights,forward_pass,lstm_algorithm,cuda_engine}.cpp; do
+CUDA_SRC=$SRC/core/engines/cuda
+for src in $(find "$SRC/core" -name '*.cpp' -not -path "$CUDA_SRC/*" | sort) \
+  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,cuda_engine}.cpp; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done
 CXXFLAGS+=(-DSPEAKERSEG_CUDA_MODULE_BUILD="\"$MODULE\"" -DSPEAKERSEG_CUDA_MODULE_INSTALLED="\"$MODULE\"")
-compile "$SRC/core/cuda/cuda_loader.cpp" &
+compile "$CUDA_SRC/cuda_loader.cpp" &
 wait
 [ -e "$WORK/obj/FAILED" ] && die "compiling the core failed"
 for log in "$WORK"/obj/*.log; do grep -qi warning "$log" && cat "$log"; done
@@ -226,7 +228,7 @@ LIBS=("$WORK/obj/cuda_loader.o" "$WORK/libcore.a" "${CPU_LIBS[@]}" -Wl,-rpath,"$
   -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
   -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
 tool_pid=$!
-"$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$SRC/tests/test_cuda_engine.cpp" \
+"$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$SRC/tests/engines/cuda/test_cuda_engine.cpp" \
   -o "$WORK/bin/test_cuda_engine" "$DLIB/libgtest_main.a" "$DLIB/libgtest.a" "${LIBS[@]}" ||
   die "building test_cuda_engine failed"
 wait $tool_pid || die "building speakerseg failed"

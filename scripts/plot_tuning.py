@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULTS = {"step": 1.0, "latency": 2.0, "min_speech": 0.3, "min_silence": 0.3}  # core/stream_settings.h
+DEFAULTS = {"step": 1.0, "latency": 2.0, "min_speech": 0.3, "min_silence": 0.3}  # core/streaming/stream_settings.h
 GRID = {
     "latency": [0.5, 1.0, 2.0, 3.0, 5.0],
     "step": [0.5, 1.0, 1.5, 2.0],

@@ -13,18 +13,18 @@
 #include <thread>
 #include <vector>
 
-#include "async_segmenter.h"
-#include "audio_file.h"
-#include "model_location.h"
-#include "npy.h"
+#include "io/audio_file.h"
+#include "io/npy.h"
+#include "model/model_location.h"
+#include "scheduling/async_segmenter.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
-#include "cuda/cuda_engine.h"
+#include "engines/cuda/cuda_engine.h"
 #endif
-#include "segmentation_engine.h"
-#include "shared_segmenter.h"
-#include "sliding_windows.h"
-#include "speaker_change_detector.h"
-#include "window_buffer.h"
+#include "engines/cpu/cpu_engine.h"
+#include "scheduling/shared_segmenter.h"
+#include "streaming/sliding_windows.h"
+#include "streaming/speaker_change_detector.h"
+#include "streaming/window_buffer.h"
 
 using namespace speakerseg;
 

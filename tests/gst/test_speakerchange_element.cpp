@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #ifdef SPEAKERSEG_HAVE_CUDA
-#include "cuda/cuda_engine.h"
+#include "engines/cuda/cuda_engine.h"
 #endif
 
 #include <algorithm>
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "audio_file.h"
-#include "engine_pool.h"
 #include "gstspeakerchange.h"
+#include "io/audio_file.h"
+#include "scheduling/engine_pool.h"
 
 namespace {
 

@@ -1,0 +1,311 @@
+// The CPU engine: matrix products through oneDNN's sgemm, everything else in cpu_kernels.cpp,
+// parallelised by hand at a coarse grain (windows, row blocks, LSTM directions) so that each
+// sgemm call runs on one thread. On two cores this beats letting the library split small products.
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_kernels.h"
+
+namespace speakerseg {
+namespace {
+
+// C[M,N] = A[M,K] * op(B) + beta * C, row-major.
+void gemm(bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+  const dnnl_status_t status =
+      dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success)
+    throw EngineError("oneDNN sgemm failed (status " + std::to_string(status) + ")");
+}
+
+// Runs f(task, thread) for task in [0, n); each thread's calls are sequential.
+template <class F>
+void parallel_for(int n, int threads, F&& f) {
+  if (threads <= 1 || n <= 1) {
+    for (int i = 0; i < n; ++i) f(i, 0);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int i = 0; i < n; ++i) f(i, omp_get_thread_num());
+}
+
+constexpr int kSide = (kSincKernel - 1) / 2;  // 125
+constexpr int kSincRows = 255;                // output positions per task; a multiple of the pool
+constexpr int kConvRows = 510;
+constexpr int kHeadRows = 512;
+
+enum Stage { kWaveNorm, kSinc, kNorm0, kConv1, kNorm1, kConv2, kNorm2, kLstm, kHead, kStages };
+const char* const kStageNames[kStages] = {"wave-norm",  "sinc+pool", "norm0", "conv1+pool", "norm1",
+                                          "conv2+pool", "norm2",     "lstm",  "head"};
+
+class CpuEngine final : public SegmentationEngine {
+ public:
+  CpuEngine(std::shared_ptr<const SegmentationModel> model, const CpuEngineOptions& options)
+      : model_(std::move(model)),
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+    // The SincNet filters are symmetric (cosine half) and antisymmetric (sine half) about their
+    // centre tap, so each output is a product with pre-added / pre-subtracted sample pairs: half
+    // the multiply-adds of the plain convolution.
+    const int half = kSincFilters / 2;
+    sinc_even_.resize(static_cast<size_t>(half) * (kSide + 1));
+    sinc_odd_.resize(static_cast<size_t>(half) * kSide);
+    for (int f = 0; f < half; ++f) {
+      const float* e = &model_->sinc_filters[static_cast<size_t>(f) * kSincKernel];
+      const float* o = &model_->sinc_filters[static_cast<size_t>(f + half) * kSincKernel];
+      for (int k = 0; k <= kSide; ++k) sinc_even_[f * (kSide + 1) + k] = e[k];
+      for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
+    }
+  }
+
+  std::string description() const override {
+    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" +
+           (threads_ > 1 ? "s" : "") + ")";
+  }
+
+  std::vector<std::pair<std::string, double>> stage_seconds() const override {
+    std::vector<std::pair<std::string, double>> out;
+    for (int s = 0; s < kStages; ++s) out.emplace_back(kStageNames[s], seconds_[s]);
+    return out;
+  }
+
+  void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    const StageLengths len = check_forward_shape(batch, samples);
+    reserve(batch, samples, len);
+
+    // oneDNN reads its thread count from OpenMP; sgemm calls outside our parallel regions must see
+    // ours, and the caller's setting must survive.
+    const int caller_threads = omp_get_max_threads();
+    omp_set_num_threads(threads_);
+    try {
+      run(audio, batch, samples, len, logprobs);
+    } catch (...) {
+      omp_set_num_threads(caller_threads);
+      throw;
+    }
+    omp_set_num_threads(caller_threads);
+  }
+
+ private:
+  void reserve(int batch, int samples, const StageLengths& len) {
+    if (batch == batch_ && samples == samples_) return;
+    batch_ = batch;
+    samples_ = samples;
+    const size_t B = batch, T = len.frames;
+    wave_.assign(B * samples, 0.f);
+    pool0_.assign(B * len.pool0 * kSincFilters, 0.f);
+    pool1_.assign(B * len.pool1 * kConvChannels, 0.f);
+    features_.assign(B * T * kConvChannels, 0.f);
+    gates_.assign(B * T * 2 * kLstmGates, 0.f);
+    for (auto& y : lstm_out_) y.assign(B * T * kLstmOutput, 0.f);
+    cell_.assign(2 * B * kLstmHidden, 0.f);
+    recurrent_.assign(2 * B * kLstmGates, 0.f);
+    head_.assign(B * T * kHeadHidden * 2, 0.f);
+    const size_t scratch =
+        std::max<size_t>(static_cast<size_t>(kSincRows) * (2 * kSide + 1 + kSincFilters),
+                         static_cast<size_t>(kConvRows) * kConvChannels);
+    thread_scratch_.assign(static_cast<size_t>(threads_) * scratch, 0.f);
+    scratch_stride_ = scratch;
+  }
+
+  template <class F>
+  void timed(Stage s, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    seconds_[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void run(const float* audio, int B, int samples, const StageLengths& len, float* logprobs) {
+    const SegmentationModel& m = *model_;
+    const int T = len.frames;
+
+    timed(kWaveNorm, [&] {
+      parallel_for(B, threads_, [&](int b, int) {
+        const float* x = audio + static_cast<size_t>(b) * samples;
+        float* y = &wave_[static_cast<size_t>(b) * samples];
+        double sum = 0, sq = 0;
+        for (int i = 0; i < samples; ++i) sum += x[i];
+        const double mean = sum / samples;
+        for (int i = 0; i < samples; ++i) sq += (x[i] - mean) * (x[i] - mean);
+        const float mul =
+            static_cast<float>(m.wav_norm_scale / std::sqrt(sq / samples + m.norm_eps));
+        const float add = static_cast<float>(m.wav_norm_bias - mean * mul);
+        for (int i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
+      });
+    });
+
+    timed(kSinc, [&] { sinc_and_pool(B, samples, len); });
+    timed(kNorm0, [&] { norm(pool0_.data(), B, len.pool0, kSincFilters, 0); });
+    timed(kConv1, [&] {
+      conv_and_pool(pool0_.data(), len.pool0, kSincFilters, m.conv_weight[0].data(), B,
+                    len.pool1 * kPool, pool1_.data());
+    });
+    timed(kNorm1, [&] { norm(pool1_.data(), B, len.pool1, kConvChannels, 1); });
+    timed(kConv2, [&] {
+      conv_and_pool(pool1_.data(), len.pool1, kConvChannels, m.conv_weight[1].data(), B, T * kPool,
+                    features_.data());
+    });
+    timed(kNorm2, [&] { norm(features_.data(), B, T, kConvChannels, 2); });
+    timed(kLstm, [&] { lstm(B, T); });
+    timed(kHead, [&] { head(B, T, logprobs); });
+  }
+
+  // SincNet convolution (stride 10) fused with |x| and MaxPool(3): writes pool0_ [B][pool0][80].
+  void sinc_and_pool(int B, int samples, const StageLengths& len) {
+    const int rows = len.pool0 * kPool;  // convolution outputs the pooling uses
+    const int chunks = (rows + kSincRows - 1) / kSincRows;
+    const int half = kSincFilters / 2;
+    parallel_for(B * chunks, threads_, [&](int task, int thread) {
+      const int b = task / chunks;
+      const int r0 = (task % chunks) * kSincRows;
+      const int n = std::min(kSincRows, rows - r0);
+      float* sums = &thread_scratch_[thread * scratch_stride_];            // [n][126]
+      float* diffs = sums + static_cast<size_t>(kSincRows) * (kSide + 1);  // [n][125]
+      float* conv = diffs + static_cast<size_t>(kSincRows) * kSide;        // [n][80]
+      const float* x = &wave_[static_cast<size_t>(b) * samples];
+      for (int r = 0; r < n; ++r) {
+        const float* p = x + static_cast<size_t>(r0 + r) * kSincStride;
+        float* s = sums + r * (kSide + 1);
+        float* d = diffs + r * kSide;
+        for (int k = 0; k < kSide; ++k) {
+          s[k] = p[k] + p[kSincKernel - 1 - k];
+          d[k] = p[k] - p[kSincKernel - 1 - k];
+        }
+        s[kSide] = p[kSide];
+      }
+      gemm(true, n, half, kSide + 1, sums, kSide + 1, sinc_even_.data(), kSide + 1, 0.f, conv,
+           kSincFilters);
+      gemm(true, n, half, kSide, diffs, kSide, sinc_odd_.data(), kSide, 0.f, conv + half,
+           kSincFilters);
+      cpu::max_pool3(conv, n, kSincFilters, true,
+                     &pool0_[(static_cast<size_t>(b) * len.pool0 + r0 / kPool) * kSincFilters]);
+    });
+  }
+
+  // Valid 5-tap convolution of a channels-last map fused with MaxPool(3). A channels-last map is
+  // its own im2col matrix per tap, so the convolution is five products with no copy. The conv bias
+  // is left out: the instance norm after the pool subtracts every per-channel constant.
+  void conv_and_pool(const float* in, int in_rows, int in_channels, const float* weight, int B,
+                     int rows, float* out) {
+    const int chunks = (rows + kConvRows - 1) / kConvRows;
+    const int out_rows = rows / kPool;
+    parallel_for(B * chunks, threads_, [&](int task, int thread) {
+      const int b = task / chunks;
+      const int r0 = (task % chunks) * kConvRows;
+      const int n = std::min(kConvRows, rows - r0);
+      float* conv = &thread_scratch_[thread * scratch_stride_];
+      const float* x = in + (static_cast<size_t>(b) * in_rows + r0) * in_channels;
+      for (int tap = 0; tap < kConvKernel; ++tap)
+        gemm(true, n, kConvChannels, in_channels, x + tap * in_channels, in_channels,
+             weight + tap * in_channels, kConvKernel * in_channels, tap ? 1.f : 0.f, conv,
+             kConvChannels);
+      cpu::max_pool3(conv, n, kConvChannels, false,
+                     out + (static_cast<size_t>(b) * out_rows + r0 / kPool) * kConvChannels);
+    });
+  }
+
+  void norm(float* x, int B, int rows, int channels, int stage) {
+    const int parts = B >= threads_ ? 1 : threads_;
+    parallel_for(B * parts, threads_, [&](int task, int) {
+      const int b = task / parts, p = task % parts;
+      const int c0 = channels * p / parts, c1 = channels * (p + 1) / parts;
+      cpu::instance_norm_leaky_relu(x + static_cast<size_t>(b) * rows * channels, rows, channels,
+                                    c0, c1, model_->norm_scale[stage].data(),
+                                    model_->norm_bias[stage].data(), model_->norm_eps,
+                                    model_->leaky_slope);
+    });
+  }
+
+  void lstm(int B, int T) {
+    const int rows = B * T;
+    const float* in = features_.data();
+    for (int l = 0; l < kLstmLayers; ++l) {
+      const LstmLayerWeights& w = model_->lstm[l];
+      float* out = lstm_out_[l % 2].data();
+      // Input projection of the whole sequence, both directions: one product per row block.
+      const int chunks = (rows + kHeadRows - 1) / kHeadRows;
+      parallel_for(chunks, threads_, [&](int c, int) {
+        const int r0 = c * kHeadRows, n = std::min(kHeadRows, rows - r0);
+        gemm(true, n, 2 * kLstmGates, w.input_size, in + static_cast<size_t>(r0) * w.input_size,
+             w.input_size, w.w.data(), w.input_size, 0.f,
+             &gates_[static_cast<size_t>(r0) * 2 * kLstmGates], 2 * kLstmGates);
+      });
+      // Recurrence: the two directions are independent, and so are groups of sequences.
+      const int groups = std::max(1, std::min(B, threads_ / 2));
+      parallel_for(2 * groups, threads_, [&](int task, int) {
+        const int d = task % 2, g = task / 2;
+        const int b0 = B * g / groups, b1 = B * (g + 1) / groups, nb = b1 - b0;
+        const float* r = w.r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden;
+        const float* bias = w.bias.data() + d * kLstmGates;
+        float* cell = &cell_[(static_cast<size_t>(d) * B + b0) * kLstmHidden];
+        float* rec = &recurrent_[(static_cast<size_t>(d) * B + b0) * kLstmGates];
+        std::fill(cell, cell + static_cast<size_t>(nb) * kLstmHidden, 0.f);
+        for (int s = 0; s < T; ++s) {
+          const int t = d == 0 ? s : T - 1 - s;
+          if (s > 0) {
+            const int prev = d == 0 ? t - 1 : t + 1;
+            gemm(true, nb, kLstmGates, kLstmHidden,
+                 out + (static_cast<size_t>(b0) * T + prev) * kLstmOutput + d * kLstmHidden,
+                 T * kLstmOutput, r, kLstmHidden, 0.f, rec, kLstmGates);
+          }
+          for (int b = 0; b < nb; ++b) {
+            const size_t row = static_cast<size_t>(b0 + b) * T + t;
+            cpu::lstm_cell(&gates_[row * 2 * kLstmGates + d * kLstmGates],
+                           s > 0 ? rec + b * kLstmGates : nullptr, bias, cell + b * kLstmHidden,
+                           out + row * kLstmOutput + d * kLstmHidden, kLstmHidden);
+          }
+        }
+      });
+      in = out;
+    }
+  }
+
+  void head(int B, int T, float* logprobs) {
+    const SegmentationModel& m = *model_;
+    const int rows = B * T;
+    const float* in = lstm_out_[(kLstmLayers - 1) % 2].data();
+    const int chunks = (rows + kHeadRows - 1) / kHeadRows;
+    parallel_for(chunks, threads_, [&](int c, int) {
+      const int r0 = c * kHeadRows, n = std::min(kHeadRows, rows - r0);
+      float* h0 = &head_[static_cast<size_t>(r0) * kHeadHidden * 2];
+      float* h1 = h0 + static_cast<size_t>(n) * kHeadHidden;
+      gemm(false, n, kHeadHidden, kLstmOutput, in + static_cast<size_t>(r0) * kLstmOutput,
+           kLstmOutput, m.head_weight[0].data(), kHeadHidden, 0.f, h0, kHeadHidden);
+      cpu::bias_leaky_relu(h0, n, kHeadHidden, m.head_bias[0].data(), m.leaky_slope);
+      gemm(false, n, kHeadHidden, kHeadHidden, h0, kHeadHidden, m.head_weight[1].data(),
+           kHeadHidden, 0.f, h1, kHeadHidden);
+      cpu::bias_leaky_relu(h1, n, kHeadHidden, m.head_bias[1].data(), m.leaky_slope);
+      float* out = logprobs + static_cast<size_t>(r0) * kClasses;
+      gemm(false, n, kClasses, kHeadHidden, h1, kHeadHidden, m.head_weight[2].data(), kClasses, 0.f,
+           out, kClasses);
+      cpu::bias_log_softmax(out, n, kClasses, m.head_bias[2].data());
+    });
+  }
+
+  std::shared_ptr<const SegmentationModel> model_;
+  const int threads_;
+  std::vector<float> sinc_even_, sinc_odd_;
+
+  int batch_ = 0, samples_ = 0;
+  std::vector<float> wave_, pool0_, pool1_, features_, gates_, cell_, recurrent_, head_;
+  std::array<std::vector<float>, 2> lstm_out_;
+  std::vector<float> thread_scratch_;
+  size_t scratch_stride_ = 0;
+  double seconds_[kStages] = {};
+};
+
+}  // namespace
+
+std::unique_ptr<SegmentationEngine> make_cpu_engine(std::shared_ptr<const SegmentationModel> model,
+                                                    const CpuEngineOptions& options) {
+  if (!model) throw EngineError("make_cpu_engine: no model");
+  return std::make_unique<CpuEngine>(std::move(model), options);
+}
+
+}  // namespace speakerseg

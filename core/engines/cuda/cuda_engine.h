@@ -1,0 +1,67 @@
+// The CUDA engine: the whole segmentation-3.0 forward pass of a batch of windows on one GPU, behind
+// the same SegmentationEngine interface as the CPU engine. Built only with -Dcuda=enabled (or auto
+// with the toolkit and cuDNN found), where core_dep defines SPEAKERSEG_HAVE_CUDA=1. This header
+// pulls in no CUDA header, so any translation unit of the project can include it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engines/segmentation_engine.h"
+
+namespace speakerseg {
+
+// cuDNN RNN algorithm for the four bidirectional LSTM layers (docs/gpu.md says when each wins).
+enum class LstmAlgorithm {
+  kStandard,             // CUDNN_RNN_ALGO_STANDARD
+  kPersistStaticSmallH,  // CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H
+  kPersistDynamic,       // CUDNN_RNN_ALGO_PERSIST_DYNAMIC: compiled with NVRTC per batch size
+  kAuto,  // per batch size: dynamic for 1, static-small-h up to 64, standard above; falls back to
+          // standard, with a warning, where the chosen one is unavailable
+};
+
+// "standard", "persist-static-small-h", "persist-dynamic", "auto": the names the tools and the
+// element's lstm-algorithm property use.
+const char* lstm_algorithm_name(LstmAlgorithm algorithm);
+// False (and *out untouched) for any other name.
+bool parse_lstm_algorithm(const std::string& name, LstmAlgorithm* out);
+
+struct CudaEngineOptions {
+  int device = 0;
+  LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
+  // Capture each (batch, samples) shape's forward pass once into a CUDA graph and replay it.
+  bool cuda_graphs = true;
+  // TF32 tensor-core math in cuBLAS and cuDNN. Off: plain FP32 (FMA), as the parity tests need.
+  bool tf32 = false;
+  // Largest batch forward() accepts. Memory for it (10 s windows) is taken at construction, so
+  // that a GPU too small for it fails there rather than in the middle of a stream.
+  int max_batch = 32;
+  // Where warnings go (an algorithm or CUDA graph falling back); null: stderr.
+  std::function<void(const std::string&)> warn;
+};
+
+// The engine itself lives in a module, libspeakerseg-cuda.so, that the functions below open on
+// first use (cuda_loader.cpp): only the module links the CUDA runtime, cuBLAS and cuDNN, so a CUDA
+// build runs on the CPU where they are missing. Where it is looked for, in this order:
+// $SPEAKERSEG_CUDA_MODULE, the build tree it was built in, the install location
+// (<libdir>/speakerchange). Returns the path that was (or would be) loaded.
+std::string cuda_module_path();
+
+// Number of CUDA devices this process can use; 0 when there is none, no usable driver, or the
+// module or its libraries cannot be loaded, and then *why (when given) says what went wrong.
+// Never throws.
+int cuda_device_count(std::string* why = nullptr);
+
+// One line per fact: the module, each GPU's name and compute capability, driver, CUDA runtime,
+// cuBLAS, cuDNN and NVRTC versions (NVRTC as the dynamic loader finds it, since cuDNN loads it the
+// same way). Never throws; says what it could not find.
+std::string cuda_environment();
+
+// Throws EngineError with a clear message when the module or its libraries cannot be loaded,
+// there is no device, the device index does not exist, the GPU is older than the build supports,
+// or cuDNN/cuBLAS cannot be set up.
+std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const SegmentationModel> model,
+                                                     const CudaEngineOptions& options = {});
+
+}  // namespace speakerseg

@@ -1,0 +1,41 @@
+// The one interface every segmentation engine implements, one implementation per device
+// (engines/cpu, engines/cuda). An engine owns its scratch memory and is used by one thread at a
+// time; the model it runs is shared.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/segmentation_model.h"
+
+namespace speakerseg {
+
+// A request the engine cannot serve (a window too short to give a frame, no device, ...).
+class EngineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class SegmentationEngine {
+ public:
+  virtual ~SegmentationEngine() = default;
+
+  // "cpu (oneDNN, 2 threads)", for logs and benchmark tables.
+  virtual std::string description() const = 0;
+
+  // Runs `batch` windows of `samples` mono 16 kHz samples each, stored one after the other.
+  // Writes log-probabilities [batch][frames_for_samples(samples)][kClasses] to `logprobs`.
+  virtual void forward(const float* audio, int batch, int samples, float* logprobs) = 0;
+
+  // Seconds spent per stage since construction, for benchmarks ("sinc+pool", "lstm", ...).
+  virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }
+};
+
+// The checks every engine's forward() makes before it touches memory: a batch of at least one
+// window, each long enough for one frame. Returns the stage lengths; throws EngineError otherwise.
+StageLengths check_forward_shape(int batch, int samples);
+
+}  // namespace speakerseg

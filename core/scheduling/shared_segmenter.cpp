@@ -1,0 +1,331 @@
+#include "scheduling/shared_segmenter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "model/model_spec.h"
+
+namespace speakerseg {
+
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size)
+    : engine_(std::move(engine)), batch_size_(std::max(1, batch_size)) {
+  worker_ = std::thread([this] { loop(); });
+}
+
+SharedScheduler::~SharedScheduler() {
+  // Channels hold a shared_ptr to the scheduler, so none is left here and no window is waiting.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_worker_.notify_all();
+  worker_.join();
+}
+
+void SharedScheduler::add(const std::shared_ptr<Channel>& channel) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  channels_.push_back(channel);
+}
+
+void SharedScheduler::remove(const std::shared_ptr<Channel>& channel) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  channel->queue.clear();
+  ++channel->generation;
+  // The worker may be stitching into this channel's timeline: wait for that batch only.
+  channel->wake_host.wait(lock, [&] { return channel->in_flight == 0; });
+  channels_.erase(std::find(channels_.begin(), channels_.end(), channel));
+}
+
+void SharedScheduler::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (stop_) return;
+    size_t waiting = 0;
+    bool hurry = false;
+    auto due = Clock::time_point::max();
+    for (const auto& c : channels_) {
+      if (c->queue.empty() || !c->error.empty()) continue;
+      waiting += c->queue.size();
+      hurry = hurry || c->waiting_hosts > 0;
+      // Each channel's queue is in submission order with one max_wait, so its front is due first.
+      due = std::min(due, c->queue.front().due);
+    }
+    if (waiting == 0) {
+      wake_worker_.wait(lock);
+    } else if (static_cast<int>(waiting) < batch_size_ && !hurry && Clock::now() < due) {
+      // A new window, a waiting host or the deadline ends the wait; the loop then re-decides.
+      wake_worker_.wait_until(lock, due);
+    } else {
+      run_batch(lock);
+    }
+  }
+}
+
+void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
+  struct Item {
+    std::shared_ptr<Channel> channel;
+    WindowJob job;
+    Clock::time_point submitted;
+  };
+  std::vector<Item> batch;
+  size_t samples = 0;
+  while (static_cast<int>(batch.size()) < batch_size_) {
+    // The oldest waiting window of any channel; one forward call needs windows of one length, so
+    // a window of another length waits for the next batch (it keeps its place as the oldest).
+    const std::shared_ptr<Channel>* best = nullptr;
+    for (const auto& c : channels_) {
+      if (c->queue.empty() || !c->error.empty()) continue;
+      if (!batch.empty() && c->queue.front().job.samples.size() != samples) continue;
+      if (!best || c->queue.front().seq < (*best)->queue.front().seq) best = &c;
+    }
+    if (!best) break;
+    Channel& c = **best;
+    Pending& p = c.queue.front();
+    samples = p.job.samples.size();
+    if (c.in_flight++ == 0) c.in_flight_since = p.submitted;
+    batch.push_back({*best, std::move(p.job), p.submitted});
+    c.queue.pop_front();
+  }
+  const int n = static_cast<int>(batch.size());
+  // The channels in this batch, each once, in order of first appearance, with their generations
+  // now: a reset() from here on discards what this batch gives them.
+  std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>> members;
+  for (const auto& item : batch) {
+    if (std::none_of(members.begin(), members.end(),
+                     [&](const auto& m) { return m.first == item.channel; }))
+      members.emplace_back(item.channel, item.channel->generation);
+    item.channel->wake_host.notify_all();  // room in its queue
+  }
+  lock.unlock();
+
+  std::string failure;
+  const int frames = frames_for_samples(static_cast<int64_t>(samples));
+  try {
+    audio_.resize(static_cast<size_t>(n) * samples);
+    logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
+    for (int i = 0; i < n; ++i)
+      std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
+                audio_.begin() + static_cast<size_t>(i) * samples);
+    engine_->forward(audio_.data(), n, static_cast<int>(samples), logprobs_.data());
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+
+  // Stitching needs no lock: each timeline is this thread's while its channel has windows in
+  // flight. A channel reset meanwhile only wastes the work; its results are dropped below.
+  std::vector<std::vector<SpeakerChange>> changes(members.size());
+  std::vector<std::string> stitch_failure(members.size());
+  if (failure.empty()) {
+    for (size_t m = 0; m < members.size(); ++m) {
+      Channel& c = *members[m].first;
+      try {
+        for (int i = 0; i < n; ++i)
+          if (batch[i].channel == members[m].first)
+            c.timeline.add_window(batch[i].job.start, batch[i].job.end,
+                                  &logprobs_[static_cast<size_t>(i) * frames * kClasses], frames);
+        changes[m] = c.timeline.take_changes();
+      } catch (const std::exception& e) {
+        stitch_failure[m] = e.what();
+      }
+    }
+  }
+
+  const auto now = Clock::now();
+  lock.lock();
+  ++batches_;
+  last_batch_ = n;
+  max_batch_ = std::max(max_batch_, n);
+  for (size_t m = 0; m < members.size(); ++m) {
+    Channel& c = *members[m].first;
+    int mine = 0;
+    for (const auto& item : batch)
+      if (item.channel == members[m].first) {
+        ++mine;
+        c.last_delay = seconds(now - item.submitted);
+      }
+    c.in_flight -= mine;
+    c.last_batch = mine;
+    c.last_shared_batch = n;
+    const std::string& why = failure.empty() ? stitch_failure[m] : failure;
+    if (members[m].second == c.generation) {
+      c.processed += mine;
+      if (!why.empty() && c.error.empty()) {
+        c.error = why;
+        c.queue.clear();  // the channel takes no more windows: free them now
+      }
+      for (auto& change : changes[m]) c.ready.push_back(std::move(change));
+    }
+    c.wake_host.notify_all();
+  }
+}
+
+uint64_t SharedScheduler::batches_run() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return batches_;
+}
+
+int SharedScheduler::last_batch_size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_batch_;
+}
+
+int SharedScheduler::max_batch_size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return max_batch_;
+}
+
+size_t SharedScheduler::channels() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return channels_.size();
+}
+
+size_t SharedScheduler::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (const auto& c : channels_) n += c->queue.size();
+  return n;
+}
+
+SharedSegmenterChannel::SharedSegmenterChannel(std::shared_ptr<SharedScheduler> scheduler,
+                                               const StreamSettings& settings,
+                                               const SharedChannelOptions& options)
+    : scheduler_(std::move(scheduler)),
+      channel_(std::make_shared<SharedScheduler::Channel>(settings)) {
+  channel_->max_queue = std::max(1, options.max_queue);
+  channel_->drop_when_late = options.drop_when_late;
+  // Capped at a day so that the conversion and `submitted + max_wait` cannot overflow.
+  const double wait = std::clamp(options.max_batch_wait, 0.0, 86400.0);
+  channel_->max_wait = std::chrono::duration_cast<SharedScheduler::Clock::duration>(
+      std::chrono::duration<double>(wait));
+  scheduler_->add(channel_);
+}
+
+SharedSegmenterChannel::~SharedSegmenterChannel() {
+  scheduler_->remove(channel_);
+}
+
+void SharedSegmenterChannel::submit(WindowJob job) {
+  auto& s = *scheduler_;
+  auto& c = *channel_;
+  std::unique_lock<std::mutex> lock(s.mutex_);
+  if (!c.error.empty()) return;
+  // A window the engine would refuse must fail its own channel here, not every channel whose
+  // windows would share its batch.
+  try {
+    check_forward_shape(1, static_cast<int>(job.samples.size()));
+  } catch (const std::exception& e) {
+    c.error = e.what();
+    c.queue.clear();
+    c.wake_host.notify_all();
+    return;
+  }
+  if (c.drop_when_late) {
+    while (static_cast<int>(c.queue.size()) >= c.max_queue) {
+      c.queue.pop_front();
+      ++c.dropped;
+    }
+  } else if (static_cast<int>(c.queue.size()) >= c.max_queue) {
+    // Back-pressure: the worker must not hold a full queue back for a fuller batch.
+    ++c.waiting_hosts;
+    s.wake_worker_.notify_one();
+    c.wake_host.wait(
+        lock, [&] { return static_cast<int>(c.queue.size()) < c.max_queue || !c.error.empty(); });
+    --c.waiting_hosts;
+    if (!c.error.empty()) return;
+  }
+  const auto now = SharedScheduler::Clock::now();
+  c.queue.push_back({std::move(job), s.next_seq_++, now, now + c.max_wait});
+  s.wake_worker_.notify_one();
+}
+
+std::vector<SpeakerChange> SharedSegmenterChannel::take_changes() {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  std::vector<SpeakerChange> out;
+  out.swap(channel_->ready);
+  return out;
+}
+
+void SharedSegmenterChannel::wait_idle(std::unique_lock<std::mutex>& lock) {
+  auto& c = *channel_;
+  ++c.waiting_hosts;
+  scheduler_->wake_worker_.notify_one();
+  c.wake_host.wait(lock, [&] { return (c.queue.empty() || !c.error.empty()) && c.in_flight == 0; });
+  --c.waiting_hosts;
+}
+
+void SharedSegmenterChannel::drain() {
+  std::unique_lock<std::mutex> lock(scheduler_->mutex_);
+  wait_idle(lock);
+}
+
+void SharedSegmenterChannel::finish(int64_t end) {
+  std::unique_lock<std::mutex> lock(scheduler_->mutex_);
+  wait_idle(lock);
+  // Nothing of this channel is queued or running, and the worker takes no new window while we
+  // hold the lock: the timeline is ours.
+  auto& c = *channel_;
+  c.timeline.finish(end);
+  for (auto& change : c.timeline.take_changes()) c.ready.push_back(std::move(change));
+}
+
+void SharedSegmenterChannel::reset() {
+  auto& c = *channel_;
+  std::unique_lock<std::mutex> lock(scheduler_->mutex_);
+  c.queue.clear();
+  ++c.generation;
+  c.wake_host.wait(lock, [&] { return c.in_flight == 0; });
+  c.timeline.reset();
+  c.ready.clear();
+  c.wake_host.notify_all();  // a submit blocked on a full queue
+}
+
+std::string SharedSegmenterChannel::error() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->error;
+}
+
+uint64_t SharedSegmenterChannel::dropped_windows() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->dropped;
+}
+
+uint64_t SharedSegmenterChannel::processed_windows() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->processed;
+}
+
+size_t SharedSegmenterChannel::queue_depth() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->queue.size();
+}
+
+int SharedSegmenterChannel::last_batch_size() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->last_batch;
+}
+
+int SharedSegmenterChannel::last_shared_batch_size() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->last_shared_batch;
+}
+
+double SharedSegmenterChannel::current_delay_seconds() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  const auto& c = *channel_;
+  double waiting = 0;
+  if (c.in_flight > 0)
+    waiting = seconds(SharedScheduler::Clock::now() - c.in_flight_since);
+  else if (!c.queue.empty())
+    waiting = seconds(SharedScheduler::Clock::now() - c.queue.front().submitted);
+  return std::max(c.last_delay, waiting);
+}
+
+}  // namespace speakerseg

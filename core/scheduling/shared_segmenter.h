@@ -1,0 +1,152 @@
+// Many streams, one engine: a SharedScheduler owns one engine and one worker thread, and every
+// SharedSegmenterChannel registered with it (one per stream) hands it windows. The worker runs the
+// windows of all channels together, up to `batch_size` per forward call, so that N live channels
+// cost one model and one batched inference instead of N.
+//
+// Each channel keeps its own SpeakerTimeline: the engine's outputs go back to the channel whose
+// window they came from, in that channel's submission order, so channels never see each other's
+// speakers. make_async_segmenter() (async_segmenter.h) is the one-channel case with a private
+// scheduler and engine.
+//
+// Batching versus latency: the worker waits for a fuller batch only while every waiting window is
+// younger than its channel's `max_batch_wait`; a window is never held longer than that for the
+// sake of batching. A host waiting on its channel (drain, finish, a submit blocked by
+// back-pressure) makes the worker run at once, since waiting longer could only slow it down.
+//
+// Fairness: a batch takes the oldest waiting windows across all channels, so a busy channel cannot
+// starve a quiet one; back-pressure and dropping (`drop_when_late`) are per channel.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engines/segmentation_engine.h"
+#include "scheduling/window_segmenter.h"
+#include "streaming/speaker_change_detector.h"
+#include "streaming/speaker_timeline.h"
+
+namespace speakerseg {
+
+class SharedScheduler {
+ public:
+  SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size);
+  ~SharedScheduler();
+  SharedScheduler(const SharedScheduler&) = delete;
+  SharedScheduler& operator=(const SharedScheduler&) = delete;
+
+  std::string description() const { return engine_->description(); }
+  int batch_size() const { return batch_size_; }
+
+  // For operators and tests: forward calls so far, the size of the last and of the largest one,
+  // the channels registered and the windows waiting across all of them.
+  uint64_t batches_run() const;
+  int last_batch_size() const;
+  int max_batch_size() const;
+  size_t channels() const;
+  size_t queue_depth() const;
+
+ private:
+  friend class SharedSegmenterChannel;
+  using Clock = std::chrono::steady_clock;
+
+  struct Pending {
+    WindowJob job;
+    uint64_t seq = 0;  // submission order across channels: the oldest runs first
+    Clock::time_point submitted, due;
+  };
+
+  // One stream's state. Everything but `timeline` is guarded by the scheduler's mutex_. The
+  // timeline belongs to the worker while `in_flight` > 0 and to the host (under mutex_) otherwise;
+  // hosts wait for in_flight == 0 before they touch it.
+  struct Channel {
+    explicit Channel(const StreamSettings& settings) : timeline(settings) {}
+    SpeakerTimeline timeline;
+    std::condition_variable wake_host;
+    std::deque<Pending> queue;
+    std::vector<SpeakerChange> ready;
+    int max_queue = 4;
+    bool drop_when_late = false;
+    Clock::duration max_wait{};
+    int waiting_hosts = 0;  // hosts blocked on this channel: the worker must not hold its windows
+    int in_flight = 0;      // windows of this channel in the batch being run
+    Clock::time_point in_flight_since;
+    uint64_t generation = 0;  // bumped by reset(): results of older windows are discarded
+    uint64_t dropped = 0, processed = 0;
+    int last_batch = 0, last_shared_batch = 0;
+    double last_delay = 0;  // seconds from submission to results of the last window run
+    std::string error;
+  };
+
+  void add(const std::shared_ptr<Channel>& channel);
+  void remove(const std::shared_ptr<Channel>& channel);
+  void loop();
+  void run_batch(std::unique_lock<std::mutex>& lock);
+
+  std::unique_ptr<SegmentationEngine> engine_;
+  const int batch_size_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_worker_;
+  std::vector<std::shared_ptr<Channel>> channels_;
+  uint64_t next_seq_ = 0, batches_ = 0;
+  int last_batch_ = 0, max_batch_ = 0;
+  bool stop_ = false;
+  std::vector<float> audio_, logprobs_;  // the worker's
+  std::thread worker_;
+};
+
+struct SharedChannelOptions {
+  int max_queue = 4;
+  bool drop_when_late = false;
+  // Seconds a window may wait for other channels' windows to fill a batch (0: run what is there).
+  double max_batch_wait = 0;
+};
+
+class SharedSegmenterChannel final : public WindowSegmenter {
+ public:
+  SharedSegmenterChannel(std::shared_ptr<SharedScheduler> scheduler, const StreamSettings& settings,
+                         const SharedChannelOptions& options);
+  // Waits for at most the batch in flight, never for other channels' queued windows.
+  ~SharedSegmenterChannel() override;
+  SharedSegmenterChannel(const SharedSegmenterChannel&) = delete;
+  SharedSegmenterChannel& operator=(const SharedSegmenterChannel&) = delete;
+
+  void submit(WindowJob job) override;
+  // Changes ready so far, in order; never blocks on inference.
+  std::vector<SpeakerChange> take_changes() override;
+  // Waits until every window submitted on this channel has been run.
+  void drain() override;
+  // drain(), then finalises every frame up to stream position `end` (end of stream).
+  void finish(int64_t end) override;
+  // Forgets this channel's queued windows, its timeline and unread changes; results of its windows
+  // in the batch in flight are discarded when they arrive.
+  void reset() override;
+
+  // The first inference error of a batch that held this channel's windows ("" otherwise); the
+  // channel takes no more windows after it, the other channels carry on.
+  std::string error() const override;
+  uint64_t dropped_windows() const override;
+  uint64_t processed_windows() const;
+  size_t queue_depth() const override;
+  int last_batch_size() const override;
+  int last_shared_batch_size() const override;
+  double current_delay_seconds() const override;
+
+  const std::shared_ptr<SharedScheduler>& scheduler() const { return scheduler_; }
+
+ private:
+  // Waits, with the worker told to hurry, until no window of this channel is queued or running.
+  void wait_idle(std::unique_lock<std::mutex>& lock);
+
+  std::shared_ptr<SharedScheduler> scheduler_;
+  std::shared_ptr<SharedScheduler::Channel> channel_;
+};
+
+}  // namespace speakerseg

@@ -1,0 +1,48 @@
+// What a host needs from a worker that runs windows through the segmentation network off its own
+// thread. SharedSegmenterChannel (one stream of a shared engine, or of a private one from
+// make_async_segmenter()) provides it; hosts hold this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "streaming/speaker_change.h"
+#include "streaming/speaker_change_detector.h"
+
+namespace speakerseg {
+
+class WindowSegmenter {
+ public:
+  virtual ~WindowSegmenter() = default;
+
+  virtual void submit(WindowJob job) = 0;
+  // Changes ready so far, in order; never blocks on inference.
+  virtual std::vector<SpeakerChange> take_changes() = 0;
+  // Waits until every submitted window has been run.
+  virtual void drain() = 0;
+  // drain(), then finalises every frame up to stream position `end` (end of stream).
+  virtual void finish(int64_t end) = 0;
+  // Forgets queued windows, the timeline and unread changes (flush, discontinuity).
+  virtual void reset() = 0;
+
+  // The first inference error, if any ("" otherwise); no more windows are taken after it.
+  virtual std::string error() const = 0;
+  virtual uint64_t dropped_windows() const = 0;
+  virtual size_t queue_depth() const = 0;
+  // Windows of this stream in the last forward call that ran any, and that call's size counting
+  // every stream's windows (the same without a shared engine).
+  virtual int last_batch_size() const = 0;
+  virtual int last_shared_batch_size() const = 0;
+  // What inference adds to the announcement delay now: seconds from submission to results of the
+  // last window run, or the age of the oldest window still waiting if that is longer (a backlog).
+  virtual double current_delay_seconds() const = 0;
+
+ protected:
+  WindowSegmenter() = default;
+  WindowSegmenter(const WindowSegmenter&) = default;
+  WindowSegmenter& operator=(const WindowSegmenter&) = default;
+};
+
+}  // namespace speakerseg

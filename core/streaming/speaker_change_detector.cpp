@@ -1,0 +1,68 @@
+#include "streaming/speaker_change_detector.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "model/model_spec.h"
+
+namespace speakerseg {
+
+int step_samples(const StreamSettings& s) {
+  const long step = std::lround(s.step * kSampleRate);
+  if (step < 1 || step > kWindowSamples)
+    throw std::invalid_argument("step must be between 1/16000 s and 10 s");
+  return static_cast<int>(step);
+}
+
+SegmentationRunner::SegmentationRunner(SegmentationEngine& engine, const StreamSettings& settings)
+    : engine_(engine), timeline_(settings) {}
+
+void SegmentationRunner::run(const std::vector<WindowJob>& jobs) {
+  if (jobs.empty()) return;
+  const int samples = static_cast<int>(jobs[0].samples.size());
+  const int frames = frames_for_samples(samples);
+  audio_.resize(jobs.size() * samples);
+  logprobs_.resize(jobs.size() * frames * kClasses);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (static_cast<int>(jobs[i].samples.size()) != samples)
+      throw std::invalid_argument("SegmentationRunner::run: windows of different lengths");
+    std::copy(jobs[i].samples.begin(), jobs[i].samples.end(), audio_.begin() + i * samples);
+  }
+  engine_.forward(audio_.data(), static_cast<int>(jobs.size()), samples, logprobs_.data());
+  for (size_t i = 0; i < jobs.size(); ++i)
+    timeline_.add_window(jobs[i].start, jobs[i].end, &logprobs_[i * frames * kClasses], frames);
+}
+
+SpeakerChangeDetector::SpeakerChangeDetector(SegmentationEngine& engine,
+                                             const StreamSettings& settings, int batch_size)
+    : windows_(kWindowSamples, step_samples(settings)),
+      runner_(engine, settings),
+      batch_size_(std::max(1, batch_size)) {}
+
+void SpeakerChangeDetector::queue(int64_t start, const float* samples) {
+  queued_.push_back(WindowJob::from_window(start, samples));
+  if (static_cast<int>(queued_.size()) >= batch_size_) run_queued();
+}
+
+void SpeakerChangeDetector::run_queued() {
+  runner_.run(queued_);
+  queued_.clear();
+}
+
+void SpeakerChangeDetector::push(const float* samples, size_t n) {
+  windows_.push(samples, n, [this](int64_t start, const float* w) { queue(start, w); });
+}
+
+void SpeakerChangeDetector::finish() {
+  windows_.flush_tail([this](int64_t start, const float* w) { queue(start, w); });
+  run_queued();
+  runner_.finish(windows_.total());
+}
+
+void SpeakerChangeDetector::reset() {
+  queued_.clear();
+  windows_.reset();
+  runner_.reset();
+}
+
+}  // namespace speakerseg

@@ -1,0 +1,79 @@
+#include "streaming/turn_tracker.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/model_spec.h"
+
+namespace speakerseg {
+
+TurnTracker::TurnTracker(const StreamSettings& s)
+    : onset_(s.onset),
+      switch_margin_(s.switch_margin),
+      min_speech_frames_(std::llround(s.min_speech / kFrameStepSeconds)),
+      min_silence_frames_(std::llround(s.min_silence / kFrameStepSeconds)) {}
+
+void TurnTracker::reset() {
+  current_ = -1;
+  pending_ = kNone;
+  pending_frames_ = 0;
+  pending_active_.clear();
+}
+
+void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string>& labels,
+                       int64_t announced_sample, std::vector<SpeakerChange>& out) {
+  const auto& a = frame.activity;  // (label, activity) in label order; others are 0
+  auto active = [&](int g) { return g >= 0 && frame.of(g) > onset_; };
+
+  // Who holds the turn on this frame, before smoothing.
+  int dominant = -1;
+  float top = onset_;
+  for (const auto& [g, v] : a)
+    if (v > top) top = v, dominant = g;
+  int raw = dominant;
+  if (active(current_) && (dominant < 0 || top - frame.of(current_) < switch_margin_)) {
+    raw = current_;
+  } else if (pending_ >= 0 && active(pending_) &&
+             (dominant < 0 || top - frame.of(pending_) < switch_margin_)) {
+    raw = pending_;
+  }
+
+  if (raw == current_) {
+    pending_ = kNone;
+    return;
+  }
+  double confidence = 0;
+  if (raw >= 0) {
+    confidence = frame.of(raw);
+  } else {
+    float loudest = 0;
+    for (const auto& [g, v] : a) loudest = std::max(loudest, v);
+    confidence = 1.0 - loudest;
+  }
+  if (raw != pending_) {
+    pending_ = raw;
+    pending_start_ = frame.frame;
+    pending_frames_ = 0;
+    pending_confidence_ = 0;
+    pending_active_.clear();
+    for (const auto& [g, v] : a)
+      if (v > onset_) pending_active_.push_back(labels[g]);
+  }
+  ++pending_frames_;
+  pending_confidence_ += confidence;
+  if (pending_frames_ < std::max<int64_t>(1, raw >= 0 ? min_speech_frames_ : min_silence_frames_))
+    return;
+
+  SpeakerChange c;
+  c.sample = SpeakerStitcher::frame_centre_sample(pending_start_);
+  c.speaker = raw >= 0 ? labels[raw] : "";
+  c.previous = current_ >= 0 ? labels[current_] : "";
+  c.active = pending_active_;
+  c.confidence = pending_confidence_ / pending_frames_;
+  c.announced_sample = announced_sample;
+  out.push_back(std::move(c));
+  current_ = raw;
+  pending_ = kNone;
+}
+
+}  // namespace speakerseg

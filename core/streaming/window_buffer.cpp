@@ -1,0 +1,69 @@
+#include "streaming/window_buffer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace speakerseg {
+
+WindowBuffer::WindowBuffer(int window_samples, int step_samples, int first_end)
+    : window_(window_samples),
+      step_(step_samples),
+      first_end_(first_end == 0 ? step_samples : first_end),
+      ring_(window_samples, 0.f),
+      scratch_(window_samples, 0.f),
+      last_end_(first_end_ - step_) {
+  if (window_samples <= 0 || step_samples <= 0 || step_samples > window_samples)
+    throw std::invalid_argument("WindowBuffer: need 0 < step <= window");
+  reset(first_end_);
+}
+
+void WindowBuffer::push(const float* samples, size_t n, const WindowFn& on_window) {
+  size_t done = 0;
+  while (done < n) {
+    const int64_t boundary = last_end_ + step_;
+    const size_t take = static_cast<size_t>(std::min<int64_t>(boundary - total_, n - done));
+    for (size_t i = 0; i < take; ++i)
+      ring_[static_cast<size_t>((total_ + static_cast<int64_t>(i)) % window_)] =
+          samples ? samples[done + i] : 0.f;
+    total_ += static_cast<int64_t>(take);
+    done += take;
+    if (total_ == boundary) emit(on_window);
+  }
+}
+
+void WindowBuffer::flush_tail(const WindowFn& on_window) {
+  if (has_tail()) emit(on_window);
+}
+
+void WindowBuffer::emit(const WindowFn& on_window) {
+  const int64_t start = total_ - window_;
+  for (int64_t i = 0; i < window_; ++i) {
+    const int64_t pos = start + i;
+    scratch_[static_cast<size_t>(i)] = pos < 0 ? 0.f : ring_[static_cast<size_t>(pos % window_)];
+  }
+  last_end_ = total_;
+  on_window(start, scratch_.data());
+}
+
+void WindowBuffer::reset() {
+  std::fill(ring_.begin(), ring_.end(), 0.f);
+  total_ = 0;
+  last_end_ = first_end_ - step_;
+}
+
+void WindowBuffer::reset(int first_end) {
+  if (first_end < 1 || first_end > step_)
+    throw std::invalid_argument("WindowBuffer: need 0 < first_end <= step");
+  first_end_ = first_end;
+  reset();
+}
+
+int staggered_first_end(int step_samples, uint64_t index) {
+  const double golden = 0.6180339887498949;
+  const double fraction = std::fmod(static_cast<double>(index % 1000003) * golden, 1.0);
+  const int first_end = step_samples - static_cast<int>(fraction * step_samples);
+  return std::clamp(first_end, 1, step_samples);
+}
+
+}  // namespace speakerseg

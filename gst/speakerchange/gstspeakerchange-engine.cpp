@@ -1,0 +1,196 @@
+#include "gstspeakerchange-engine.h"
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/cpu/cpu_engine.h"
+#include "gstspeakerchange-private.h"
+#include "model/segmentation_model.h"
+#include "scheduling/engine_pool.h"
+#ifdef SPEAKERSEG_HAVE_CUDA
+#include "engines/cuda/cuda_engine.h"
+#endif
+
+namespace gstspeakerchange {
+namespace {
+
+// Errors and warnings of the engine's creation, posted by the caller once the pool's lock is free.
+using Reports = std::vector<std::function<void()>>;
+
+// Thrown out of the pool's factory when create_engine() failed (and said why in its reports).
+struct EngineNotCreated {};
+
+// Loads the model and creates the engine start() asked for (use_cuda: the CUDA engine, falling
+// back to the CPU for engine=auto). Null on failure, with the error in `reports`. A `shared`
+// engine may outlive this element, so its warnings go to the debug log, not to the element.
+std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* self,
+                                                              const Settings& p, bool use_cuda,
+                                                              [[maybe_unused]] int max_batch,
+                                                              [[maybe_unused]] bool shared,
+                                                              Reports& reports) {
+  std::unique_ptr<speakerseg::SegmentationEngine> engine;
+  std::shared_ptr<const speakerseg::SegmentationModel> model;
+  try {
+    model = speakerseg::SegmentationModel::load_onnx(p.model);
+  } catch (const std::exception& e) {
+    const std::string what = e.what(), path = p.model;
+    if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
+      reports.push_back([self, what, path] {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", what.c_str()),
+                          ("model property: '%s'", path.c_str()));
+      });
+    else
+      reports.push_back([self, what, path] {
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", what.c_str()),
+                          ("model property: '%s' (set it, or the SPEAKERCHANGE_MODEL environment "
+                           "variable, to the path of segmentation-3.0.onnx)",
+                           path.c_str()));
+      });
+    return nullptr;
+  }
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (use_cuda) {
+    try {
+      speakerseg::CudaEngineOptions options;
+      options.device = p.device;
+      switch (p.lstm_algorithm) {
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kStandard;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistStaticSmallH;
+          break;
+        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistDynamic;
+          break;
+        default:
+          options.lstm_algorithm = speakerseg::LstmAlgorithm::kAuto;
+      }
+      options.cuda_graphs = p.cuda_graphs;
+      // The engine takes the memory for its largest batch now.
+      options.max_batch = max_batch;
+      if (shared)
+        options.warn = [](const std::string& m) { GST_WARNING("shared engine: %s", m.c_str()); };
+      else
+        options.warn = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
+      engine = speakerseg::make_cuda_engine(model, options);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      const int device = p.device;
+      if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
+        reports.push_back([self, what, device] {
+          GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                            ("Could not create the CUDA engine: %s", what.c_str()),
+                            ("engine=cuda, device=%d", device));
+        });
+        return nullptr;
+      }
+      reports.push_back([self, what, device] {
+        GST_ELEMENT_WARNING(
+            self, RESOURCE, SETTINGS,
+            ("Could not create the CUDA engine, using the CPU engine: %s", what.c_str()),
+            ("engine=auto, device=%d", device));
+      });
+      use_cuda = false;
+    }
+  }
+#endif
+  if (!use_cuda) {
+    try {
+      speakerseg::CpuEngineOptions options;
+      options.threads = p.threads;
+      engine = speakerseg::make_cpu_engine(model, options);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      reports.push_back([self, what] {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                          ("Could not create the CPU engine: %s", what.c_str()), (nullptr));
+      });
+      return nullptr;
+    }
+  }
+  return engine;
+}
+
+}  // namespace
+
+bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
+  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA && !kHaveCudaEngine) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("engine=cuda: %s", kNoCuda),
+                      ("choose engine=cpu or engine=auto"));
+    return false;
+  }
+  if (p.device != 0 && !kHaveCudaEngine) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("device=%d selects a GPU, but %s", p.device, kNoCuda),
+                      ("leave device at 0 for the CPU engine"));
+    return false;
+  }
+  if (p.lstm_algorithm != GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO && !kHaveCudaEngine) {
+    GST_ELEMENT_ERROR(
+        self, RESOURCE, SETTINGS,
+        ("lstm-algorithm=%s selects a cuDNN RNN algorithm, but %s",
+         enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm), kNoCuda),
+        ("leave lstm-algorithm at auto for the CPU engine"));
+    return false;
+  }
+
+  // engine=cuda, or engine=auto with a GPU present, takes the CUDA engine where the build has it.
+  bool use_cuda = false;
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
+    use_cuda = true;
+  } else if (p.engine == GST_SPEAKER_CHANGE_ENGINE_AUTO) {
+    std::string why;
+    use_cuda = speakerseg::cuda_device_count(&why) > 0;
+    if (!use_cuda)
+      GST_INFO_OBJECT(self, "no CUDA device found (%s): using the CPU engine", why.c_str());
+  }
+#endif
+  // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so it
+  // plans for the full batch like throughput mode.
+  const int engine_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
+  Reports reports;
+  if (p.shared_engine) {
+    speakerseg::EngineKey key;
+    key.model_path = p.model;
+    key.kind = use_cuda ? "cuda" : "cpu";
+    key.device = use_cuda ? std::to_string(p.device) : "";
+    key.options = "threads=" + std::to_string(p.threads) + ";lstm-algorithm=" +
+                  enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
+                  ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
+                  ";batch-size=" + std::to_string(engine_batch);
+    try {
+      s->scheduler = speakerseg::EnginePool::instance().get(key, engine_batch, [&] {
+        auto engine = create_engine(self, p, use_cuda, engine_batch, true, reports);
+        if (!engine) throw EngineNotCreated();  // `reports` says why
+        return engine;
+      });
+    } catch (const EngineNotCreated&) {
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      reports.push_back([self, what] {
+        GST_ELEMENT_ERROR(self, LIBRARY, INIT,
+                          ("Could not start the shared inference worker: %s", what.c_str()),
+                          (nullptr));
+      });
+    }
+    // Posted outside the pool's lock: a bus sync handler may start another element.
+    for (const auto& report : reports) report();
+    if (!s->scheduler) return false;
+    GST_INFO_OBJECT(self, "model %s, shared engine %s (batch %d, key %s)", p.model.c_str(),
+                    s->scheduler->description().c_str(), s->scheduler->batch_size(),
+                    key.options.c_str());
+  } else {
+    s->engine = create_engine(self, p, use_cuda, engine_batch, false, reports);
+    for (const auto& report : reports) report();
+    if (!s->engine) return false;
+    GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
+  }
+  return true;
+}
+
+}  // namespace gstspeakerchange

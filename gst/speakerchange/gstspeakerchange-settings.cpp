@@ -1,0 +1,444 @@
+#include "gstspeakerchange-settings.h"
+
+#include <string>
+
+#include "model/model_location.h"
+
+namespace gstspeakerchange {
+namespace {
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_ENGINE,
+  PROP_MODE,
+  PROP_STEP,
+  PROP_LATENCY,
+  PROP_MIN_SPEECH,
+  PROP_MIN_SILENCE,
+  PROP_THREADS,
+  PROP_DEVICE,
+  PROP_LSTM_ALGORITHM,
+  PROP_CUDA_GRAPHS,
+  PROP_BATCH_SIZE,
+  PROP_POST_MESSAGES,
+  PROP_EMIT_EVENTS,
+  PROP_COMPAT_RSTRANSCRIBE,
+  PROP_SHARED_ENGINE,
+  PROP_MAX_BATCH_WAIT,
+  PROP_STATS_INTERVAL,
+};
+
+constexpr GParamFlags kReadyFlags =
+    static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+constexpr GParamFlags kPlayingFlags = static_cast<GParamFlags>(
+    G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+
+}  // namespace
+
+const char* enum_nick(GType type, int value) {
+  auto* klass = static_cast<GEnumClass*>(g_type_class_ref(type));
+  const GEnumValue* v = g_enum_get_value(klass, value);
+  const char* nick = v ? v->value_nick : "?";
+  g_type_class_unref(klass);  // static enum types stay registered; the nick stays valid
+  return nick;
+}
+
+void install_properties(GObjectClass* gobject_class) {
+  /**
+   * GstSpeakerChange:model:
+   *
+   * Path of the pyannote segmentation-3.0 ONNX file, loaded on READY to PAUSED. Defaults to the
+   * SPEAKERCHANGE_MODEL environment variable when set, else to the build tree's copy (meson's
+   * -Dmodel) where it exists, else to the copy `meson install` put in
+   * <datadir>/speakerchange/segmentation-3.0.onnx.
+   */
+  static const std::string model_blurb =
+      std::string("Path of the segmentation-3.0 ONNX model (default: $") +
+      speakerseg::kModelEnvironmentVariable + ", else " + speakerseg::build_model_path() +
+      " where it exists, else " + speakerseg::installed_model_path() + ")";
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model", model_blurb.c_str(),
+                          speakerseg::default_model_path().c_str(), kReadyFlags));
+  /**
+   * GstSpeakerChange:engine:
+   *
+   * Inference engine. This build has the CPU engine only: `auto` selects it and `cuda` makes the
+   * READY to PAUSED transition fail with an error that says how to get a CUDA build.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_ENGINE,
+      g_param_spec_enum("engine", "Engine",
+                        kHaveCudaEngine ? "Inference engine (this build: CPU and CUDA)"
+                                        : "Inference engine (this build: CPU only)",
+                        GST_TYPE_SPEAKER_CHANGE_ENGINE, GST_SPEAKER_CHANGE_ENGINE_AUTO,
+                        kReadyFlags));
+  /**
+   * GstSpeakerChange:mode:
+   *
+   * How windows are grouped for inference. `latency` runs each window as soon as it is complete;
+   * `throughput` runs up to #GstSpeakerChange:batch-size waiting windows at once; `auto` picks
+   * `latency` for a live upstream and `throughput` otherwise (decided with a LATENCY query on the
+   * first buffer). Live upstreams also let the worker drop late windows, whatever the mode.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MODE,
+      g_param_spec_enum("mode", "Mode",
+                        "How windows are grouped for inference: latency (one at a time), "
+                        "throughput (batches of batch-size), auto (latency for a live upstream, "
+                        "throughput otherwise)",
+                        GST_TYPE_SPEAKER_CHANGE_MODE, GST_SPEAKER_CHANGE_MODE_AUTO, kReadyFlags));
+  /**
+   * GstSpeakerChange:step:
+   *
+   * Seconds between the ends of successive 10 s analysis windows: how often new results can
+   * arrive, and how much inference the element does (10 / step windows per second of audio).
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_STEP,
+      g_param_spec_double("step", "Step",
+                          "Seconds between the ends of successive 10 s analysis windows", 0.1, 10.0,
+                          kDefaultStep, kReadyFlags));
+  /**
+   * GstSpeakerChange:latency:
+   *
+   * Seconds of newer audio a frame waits for before it is final. Larger values give the later
+   * windows a say and steadier results; changes are announced at least this late.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_LATENCY,
+      g_param_spec_double("latency", "Latency",
+                          "Seconds of right context a frame waits for before it is final (changes "
+                          "are announced at least this late)",
+                          0.0, 60.0, kDefaultLatency, kReadyFlags));
+  /**
+   * GstSpeakerChange:min-speech:
+   *
+   * Seconds a new current speaker must hold the turn before it counts as a change.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MIN_SPEECH,
+      g_param_spec_double("min-speech", "Minimum speech",
+                          "Seconds a new current speaker must last to count as a change", 0.0, 10.0,
+                          kDefaultMinSpeech, kReadyFlags));
+  /**
+   * GstSpeakerChange:min-silence:
+   *
+   * Seconds nobody must speak before "nobody" counts as a change (`speaker` "").
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MIN_SILENCE,
+      g_param_spec_double("min-silence", "Minimum silence",
+                          "Seconds nobody must speak before \"nobody\" counts as a change", 0.0,
+                          10.0, kDefaultMinSilence, kReadyFlags));
+  /**
+   * GstSpeakerChange:threads:
+   *
+   * CPU threads of the CPU engine; 0 uses every core OpenMP reports.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_THREADS,
+      g_param_spec_int("threads", "Threads", "CPU engine threads (0 = all cores)", 0, 256, 0,
+                       kReadyFlags));
+  /**
+   * GstSpeakerChange:device:
+   *
+   * Index of the GPU the CUDA engine runs on. Must stay 0 in a build without the CUDA engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICE,
+      g_param_spec_int("device", "Device",
+                       kHaveCudaEngine
+                           ? "GPU index for the CUDA engine"
+                           : "GPU index for the CUDA engine (must be 0 in a CPU-only build)",
+                       0, 64, 0, kReadyFlags));
+  /**
+   * GstSpeakerChange:lstm-algorithm:
+   *
+   * cuDNN RNN algorithm of the CUDA engine's LSTM. Only `auto` is valid in a CPU-only build.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_LSTM_ALGORITHM,
+      g_param_spec_enum("lstm-algorithm", "LSTM algorithm",
+                        "cuDNN RNN algorithm of the CUDA engine (only auto in a CPU-only build)",
+                        GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM,
+                        GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO, kReadyFlags));
+  /**
+   * GstSpeakerChange:cuda-graphs:
+   *
+   * Whether the CUDA engine captures each batch shape into a CUDA graph and replays it. Only
+   * meaningful with the CUDA engine; ignored by the CPU engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_CUDA_GRAPHS,
+      g_param_spec_boolean("cuda-graphs", "CUDA graphs",
+                           "Replay captured CUDA graphs (CUDA engine only; ignored on the CPU)",
+                           TRUE, kReadyFlags));
+  /**
+   * GstSpeakerChange:batch-size:
+   *
+   * Most windows per inference in `throughput` mode. Non-live streams also queue up to twice this
+   * many windows before the streaming thread waits for the worker; each waiting window holds
+   * 640 kB, and the engine's working memory grows with the batch.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_int("batch-size", "Batch size", "Most windows per inference in throughput mode",
+                       1, 1024, kDefaultBatchSize, kReadyFlags));
+  /**
+   * GstSpeakerChange:post-messages:
+   *
+   * Post a `speaker-change` element message on the bus for every change.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean("post-messages", "Post messages",
+                           "Post a 'speaker-change' element message on the bus for every change",
+                           TRUE, kPlayingFlags));
+  /**
+   * GstSpeakerChange:emit-events:
+   *
+   * Push a serialized `speaker-change` custom downstream event for every change.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_EMIT_EVENTS,
+      g_param_spec_boolean("emit-events", "Emit events",
+                           "Push a 'speaker-change' custom downstream event for every change", TRUE,
+                           kPlayingFlags));
+  /**
+   * GstSpeakerChange:compat-rstranscribe:
+   *
+   * Also push the `rstranscribe/speaker-change` custom downstream event that the gst-plugins-rs
+   * caption and translation elements understand.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_COMPAT_RSTRANSCRIBE,
+      g_param_spec_boolean("compat-rstranscribe", "rstranscribe compatibility",
+                           "Also push 'rstranscribe/speaker-change' events (gst-plugins-rs "
+                           "caption elements)",
+                           FALSE, kPlayingFlags));
+  /**
+   * GstSpeakerChange:shared-engine:
+   *
+   * Share one engine and one inference worker with every other speakerchange of the process that
+   * has the same model, engine kind, device, threads, lstm-algorithm, cuda-graphs and engine batch
+   * size (batch-size, or 1 in `latency` mode). Their windows then run together in batches of up
+   * to that size, each stream keeping its own speakers and results. %FALSE gives the element its
+   * own engine and worker. The shared engine is released when the last element using it stops.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_SHARED_ENGINE,
+      g_param_spec_boolean("shared-engine", "Shared engine",
+                           "Share one engine and worker with the other speakerchange elements of "
+                           "the process that have the same model and engine settings",
+                           TRUE, kReadyFlags));
+  /**
+   * GstSpeakerChange:max-batch-wait:
+   *
+   * With #GstSpeakerChange:shared-engine, the most seconds a window waits for windows of other
+   * streams to fill a batch before it runs anyway. 0, the default, runs what is waiting as soon
+   * as the worker is free (under load the batches fill by themselves). Ignored with an own
+   * engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_BATCH_WAIT,
+      g_param_spec_double("max-batch-wait", "Maximum batch wait",
+                          "Seconds a window may wait for other streams' windows to fill a shared "
+                          "batch (0 = run as soon as the worker is free; shared engine only)",
+                          0.0, 10.0, kDefaultMaxBatchWait, kReadyFlags));
+  /**
+   * GstSpeakerChange:stats-interval:
+   *
+   * Post a `speaker-change-stats` element message every this many seconds of stream time
+   * (0: never). See the element description for its fields.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_double("stats-interval", "Statistics interval",
+                          "Seconds of stream time between 'speaker-change-stats' messages (0 = "
+                          "none)",
+                          0.0, 3600.0, 0.0, kReadyFlags));
+
+  gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_ENGINE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_MODE, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM,
+                              static_cast<GstPluginAPIFlags>(0));
+}
+
+bool set_property(Settings& p, guint prop_id, const GValue* value) {
+  switch (prop_id) {
+    case PROP_MODEL: {
+      const char* v = g_value_get_string(value);
+      p.model = v ? v : "";
+      break;
+    }
+    case PROP_ENGINE:
+      p.engine = static_cast<GstSpeakerChangeEngine>(g_value_get_enum(value));
+      break;
+    case PROP_MODE:
+      p.mode = static_cast<GstSpeakerChangeMode>(g_value_get_enum(value));
+      break;
+    case PROP_STEP:
+      p.step = g_value_get_double(value);
+      break;
+    case PROP_LATENCY:
+      p.latency = g_value_get_double(value);
+      break;
+    case PROP_MIN_SPEECH:
+      p.min_speech = g_value_get_double(value);
+      break;
+    case PROP_MIN_SILENCE:
+      p.min_silence = g_value_get_double(value);
+      break;
+    case PROP_THREADS:
+      p.threads = g_value_get_int(value);
+      break;
+    case PROP_DEVICE:
+      p.device = g_value_get_int(value);
+      break;
+    case PROP_LSTM_ALGORITHM:
+      p.lstm_algorithm = static_cast<GstSpeakerChangeLstmAlgorithm>(g_value_get_enum(value));
+      break;
+    case PROP_CUDA_GRAPHS:
+      p.cuda_graphs = g_value_get_boolean(value);
+      break;
+    case PROP_BATCH_SIZE:
+      p.batch_size = g_value_get_int(value);
+      break;
+    case PROP_POST_MESSAGES:
+      p.post_messages = g_value_get_boolean(value);
+      break;
+    case PROP_EMIT_EVENTS:
+      p.emit_events = g_value_get_boolean(value);
+      break;
+    case PROP_COMPAT_RSTRANSCRIBE:
+      p.compat_rstranscribe = g_value_get_boolean(value);
+      break;
+    case PROP_SHARED_ENGINE:
+      p.shared_engine = g_value_get_boolean(value);
+      break;
+    case PROP_MAX_BATCH_WAIT:
+      p.max_batch_wait = g_value_get_double(value);
+      break;
+    case PROP_STATS_INTERVAL:
+      p.stats_interval = g_value_get_double(value);
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool get_property(const Settings& p, guint prop_id, GValue* value) {
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string(value, p.model.c_str());
+      break;
+    case PROP_ENGINE:
+      g_value_set_enum(value, p.engine);
+      break;
+    case PROP_MODE:
+      g_value_set_enum(value, p.mode);
+      break;
+    case PROP_STEP:
+      g_value_set_double(value, p.step);
+      break;
+    case PROP_LATENCY:
+      g_value_set_double(value, p.latency);
+      break;
+    case PROP_MIN_SPEECH:
+      g_value_set_double(value, p.min_speech);
+      break;
+    case PROP_MIN_SILENCE:
+      g_value_set_double(value, p.min_silence);
+      break;
+    case PROP_THREADS:
+      g_value_set_int(value, p.threads);
+      break;
+    case PROP_DEVICE:
+      g_value_set_int(value, p.device);
+      break;
+    case PROP_LSTM_ALGORITHM:
+      g_value_set_enum(value, p.lstm_algorithm);
+      break;
+    case PROP_CUDA_GRAPHS:
+      g_value_set_boolean(value, p.cuda_graphs);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_int(value, p.batch_size);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean(value, p.post_messages);
+      break;
+    case PROP_EMIT_EVENTS:
+      g_value_set_boolean(value, p.emit_events);
+      break;
+    case PROP_COMPAT_RSTRANSCRIBE:
+      g_value_set_boolean(value, p.compat_rstranscribe);
+      break;
+    case PROP_SHARED_ENGINE:
+      g_value_set_boolean(value, p.shared_engine);
+      break;
+    case PROP_MAX_BATCH_WAIT:
+      g_value_set_double(value, p.max_batch_wait);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_double(value, p.stats_interval);
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+}  // namespace gstspeakerchange
+
+// ---------------------------------------------------------------------------------------------
+// The element's enum types (declared in gstspeakerchange.h)
+
+GType gst_speaker_change_engine_get_type(void) {
+  static gsize id = 0;
+  static const GEnumValue values[] = {
+      {GST_SPEAKER_CHANGE_ENGINE_AUTO, "The best engine this build has (CPU in a CPU-only build)",
+       "auto"},
+      {GST_SPEAKER_CHANGE_ENGINE_CPU, "CPU engine (oneDNN)", "cpu"},
+      {GST_SPEAKER_CHANGE_ENGINE_CUDA, "CUDA engine (cuDNN); needs a build with -Dcuda=enabled",
+       "cuda"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&id))
+    g_once_init_leave(&id, g_enum_register_static("GstSpeakerChangeEngine", values));
+  return id;
+}
+
+GType gst_speaker_change_mode_get_type(void) {
+  static gsize id = 0;
+  static const GEnumValue values[] = {
+      {GST_SPEAKER_CHANGE_MODE_AUTO, "Latency for a live upstream, throughput otherwise", "auto"},
+      {GST_SPEAKER_CHANGE_MODE_LATENCY, "One window per inference, as soon as it is complete",
+       "latency"},
+      {GST_SPEAKER_CHANGE_MODE_THROUGHPUT, "Batches of up to batch-size windows per inference",
+       "throughput"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&id))
+    g_once_init_leave(&id, g_enum_register_static("GstSpeakerChangeMode", values));
+  return id;
+}
+
+GType gst_speaker_change_lstm_algorithm_get_type(void) {
+  static gsize id = 0;
+  static const GEnumValue values[] = {
+      {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO, "Let the engine choose", "auto"},
+      {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD, "cuDNN standard RNN algorithm", "standard"},
+      {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H,
+       "cuDNN persistent kernel for small hidden sizes", "persist-static-small-h"},
+      {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC,
+       "cuDNN dynamically compiled persistent kernel", "persist-dynamic"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&id))
+    g_once_init_leave(&id, g_enum_register_static("GstSpeakerChangeLstmAlgorithm", values));
+  return id;
+}

@@ -1,0 +1,254 @@
+#include "gstspeakerchange-stream.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "gstspeakerchange-private.h"
+#include "model/model_spec.h"
+#include "scheduling/async_segmenter.h"
+#include "speakerchange-result.h"
+#include "streaming/speaker_change.h"
+#include "streaming/speaker_change_detector.h"
+
+namespace gstspeakerchange {
+namespace {
+
+constexpr GstClockTime kContinuityTolerance = 40 * GST_MSECOND;  // jitter taken as continuous
+constexpr GstClockTime kMaxFilledJump = GST_SECOND;  // PTS gaps shorter than this become silence
+constexpr int kLiveMaxQueue = 4;
+
+GstClockTime sample_time(const Stream* s, int64_t sample) {
+  const GstClockTimeDiff t = s->base + static_cast<GstClockTimeDiff>(gst_util_uint64_scale_int(
+                                           static_cast<guint64>(std::max<int64_t>(sample, 0)),
+                                           GST_SECOND, speakerseg::kSampleRate));
+  return static_cast<GstClockTime>(std::max<GstClockTimeDiff>(t, 0));
+}
+
+GstClockTime samples_to_duration(int64_t samples) {
+  return gst_util_uint64_scale_int(static_cast<guint64>(std::max<int64_t>(samples, 0)), GST_SECOND,
+                                   speakerseg::kSampleRate);
+}
+
+void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
+  GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
+  const Stream* s = self->stream;
+  const GstClockTime timestamp = sample_time(s, c.sample);
+  GstClockTime running_time = GST_CLOCK_TIME_NONE, stream_time = GST_CLOCK_TIME_NONE;
+  if (trans->segment.format == GST_FORMAT_TIME) {
+    running_time = gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, timestamp);
+    stream_time = gst_segment_to_stream_time(&trans->segment, GST_FORMAT_TIME, timestamp);
+  }
+
+  GstSpeakerChangeResult r{};
+  r.timestamp = timestamp;
+  r.running_time = running_time;
+  r.stream_time = stream_time;
+  r.delay = samples_to_duration(c.announced_sample - c.sample);
+  r.speaker = g_strdup(c.speaker.c_str());
+  r.previous_speaker = g_strdup(c.previous.c_str());
+  r.active_speakers = g_new0(gchar*, c.active.size() + 1);
+  for (size_t i = 0; i < c.active.size(); i++) r.active_speakers[i] = g_strdup(c.active[i].c_str());
+  r.confidence = c.confidence;
+  GstStructure* st = gst_speaker_change_result_new_structure(&r);
+  gst_speaker_change_result_clear(&r);
+
+  GST_OBJECT_LOCK(self);
+  const bool post = self->settings->post_messages;
+  const bool events = self->settings->emit_events;
+  const bool compat = self->settings->compat_rstranscribe;
+  GST_OBJECT_UNLOCK(self);
+
+  GST_INFO_OBJECT(self, "%" GST_PTR_FORMAT, st);
+  if (post)
+    gst_element_post_message(GST_ELEMENT(self),
+                             gst_message_new_element(GST_OBJECT(self), gst_structure_copy(st)));
+  GstPad* srcpad = GST_BASE_TRANSFORM_SRC_PAD(trans);
+  if (events && !gst_pad_push_event(srcpad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                                                 gst_structure_copy(st))))
+    GST_DEBUG_OBJECT(self, "downstream did not take the speaker-change event");
+  if (compat) {
+    GstStructure* r = gst_structure_new("rstranscribe/speaker-change", "speaker", G_TYPE_STRING,
+                                        c.speaker.empty() ? nullptr : c.speaker.c_str(), nullptr);
+    if (!gst_pad_push_event(srcpad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, r)))
+      GST_DEBUG_OBJECT(self, "downstream did not take the rstranscribe/speaker-change event");
+  }
+  gst_structure_free(st);
+}
+
+// Sends every change the worker has ready; reports a failed worker.
+GstFlowReturn emit_ready(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  if (!s->segmenter) return GST_FLOW_OK;
+  for (const auto& c : s->segmenter->take_changes()) emit_change(self, c);
+  const uint64_t dropped = s->segmenter->dropped_windows();
+  if (dropped != s->dropped_reported) {
+    GST_WARNING_OBJECT(self,
+                       "inference is slower than real time: %" G_GUINT64_FORMAT
+                       " windows dropped so far (raise step or threads, or use a faster engine)",
+                       dropped);
+    s->dropped_reported = dropped;
+  }
+  const std::string error = s->segmenter->error();
+  if (!error.empty()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Speaker segmentation failed: %s", error.c_str()),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+speakerseg::WindowBuffer::WindowFn submitter(Stream* s) {
+  return [s](int64_t start, const float* samples) {
+    s->segmenter->submit(speakerseg::WindowJob::from_window(start, samples));
+  };
+}
+
+// Posts a speaker-change-stats element message when stats-interval seconds of stream time have
+// passed since the last one (or since the stretch began).
+void post_stats_if_due(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  if (s->stats_interval == 0 || !s->segmenter || !s->have_base) return;
+  const GstClockTime now = sample_time(s, s->windows->total());
+  if (!GST_CLOCK_TIME_IS_VALID(s->next_stats))
+    s->next_stats = sample_time(s, 0) + s->stats_interval;
+  if (now < s->next_stats) return;
+  s->next_stats += s->stats_interval * ((now - s->next_stats) / s->stats_interval + 1);
+
+  const speakerseg::WindowSegmenter& w = *s->segmenter;
+  const int batch = w.last_shared_batch_size();
+  const double inference = w.current_delay_seconds();
+  const GstClockTime delay =
+      static_cast<GstClockTime>(std::llround((s->settings.latency + inference) * GST_SECOND));
+  GstStructure* st =
+      gst_structure_new("speaker-change-stats", "queue-depth", G_TYPE_UINT,
+                        static_cast<guint>(w.queue_depth()), "last-batch-size", G_TYPE_INT, batch,
+                        "dropped-windows", G_TYPE_UINT64, static_cast<guint64>(w.dropped_windows()),
+                        "delay", G_TYPE_UINT64, static_cast<guint64>(delay), nullptr);
+  GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
+}
+
+// Creates the worker on the first data: the mode depends on whether upstream is live.
+bool ensure_segmenter(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  if (s->segmenter) return true;
+  if (!s->engine && !s->scheduler) {
+    GST_ELEMENT_ERROR(self, CORE, STATE_CHANGE, ("Data arrived before the element was started"),
+                      (nullptr));
+    return false;
+  }
+  gboolean live = FALSE;
+  GstQuery* query = gst_query_new_latency();
+  if (gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(self), query))
+    gst_query_parse_latency(query, &live, nullptr, nullptr);
+  else
+    GST_DEBUG_OBJECT(self, "upstream did not answer the latency query: taken as not live");
+  gst_query_unref(query);
+
+  GstSpeakerChangeMode mode = s->mode;
+  if (mode == GST_SPEAKER_CHANGE_MODE_AUTO)
+    mode = live ? GST_SPEAKER_CHANGE_MODE_LATENCY : GST_SPEAKER_CHANGE_MODE_THROUGHPUT;
+  speakerseg::AsyncSegmenterOptions options;
+  options.batch_size = mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : s->batch_size;
+  options.max_queue = live ? kLiveMaxQueue : 2 * options.batch_size;
+  options.drop_when_late = live;
+  if (live) {
+    // Live channels of one process are usually started together; give each its own window phase
+    // so that their windows do not all come due, and queue for inference, at the same instant.
+    static std::atomic<uint64_t> live_streams{0};
+    s->windows->reset(
+        speakerseg::staggered_first_end(s->windows->step_samples(), live_streams.fetch_add(1)));
+  }
+  GST_INFO_OBJECT(self, "upstream is %s: %s mode, batch %d, queue %d, %s, %s",
+                  live ? "live" : "not live", enum_nick(GST_TYPE_SPEAKER_CHANGE_MODE, mode),
+                  s->scheduler ? s->scheduler->batch_size() : options.batch_size, options.max_queue,
+                  live ? "dropping late windows" : "back-pressure",
+                  s->scheduler ? "shared engine" : "own engine");
+  try {
+    if (s->scheduler) {
+      speakerseg::SharedChannelOptions shared;
+      shared.max_queue = options.max_queue;
+      shared.drop_when_late = options.drop_when_late;
+      shared.max_batch_wait = s->max_batch_wait;
+      s->segmenter =
+          std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings, shared);
+    } else {
+      s->segmenter = speakerseg::make_async_segmenter(std::move(s->engine), s->settings, options);
+    }
+  } catch (const std::exception& e) {
+    GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Could not start the inference worker: %s", e.what()),
+                      (nullptr));
+    return false;
+  }
+  s->dropped_reported = 0;
+  return true;
+}
+
+}  // namespace
+
+void forget_stretch(Stream* s) {
+  if (s->segmenter) s->segmenter->reset();
+  if (s->windows) s->windows->reset();
+  s->have_base = false;
+  s->base = 0;
+  s->next_stats = GST_CLOCK_TIME_NONE;
+}
+
+GstFlowReturn end_stretch(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (s->segmenter && s->windows->total() > 0) {
+    s->windows->flush_tail(submitter(s));
+    s->segmenter->finish(s->windows->total());
+    ret = emit_ready(self);
+  }
+  forget_stretch(s);
+  return ret;
+}
+
+GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n) {
+  Stream* s = self->stream;
+  if (!ensure_segmenter(self)) return GST_FLOW_ERROR;
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (GST_CLOCK_TIME_IS_VALID(pts)) {
+    const GstClockTimeDiff t = static_cast<GstClockTimeDiff>(pts);
+    if (s->have_base) {
+      const GstClockTimeDiff expected =
+          s->base + static_cast<GstClockTimeDiff>(samples_to_duration(s->windows->total()));
+      const GstClockTimeDiff jump = t - expected;
+      if (std::abs(jump) <= static_cast<GstClockTimeDiff>(kContinuityTolerance)) {
+        s->base += jump;  // jitter or clock drift: follow upstream's time line
+      } else if (jump > 0 && jump < static_cast<GstClockTimeDiff>(kMaxFilledJump)) {
+        const int64_t missing = static_cast<int64_t>(gst_util_uint64_scale_round(
+            static_cast<guint64>(jump), speakerseg::kSampleRate, GST_SECOND));
+        GST_DEBUG_OBJECT(self, "filling a gap of %" GST_STIME_FORMAT " with silence",
+                         GST_STIME_ARGS(jump));
+        s->windows->push(nullptr, static_cast<size_t>(missing), submitter(s));
+        s->base = t - static_cast<GstClockTimeDiff>(samples_to_duration(s->windows->total()));
+      } else {
+        GST_INFO_OBJECT(self,
+                        "time line jumps by %" GST_STIME_FORMAT
+                        ": ending the stretch, starting a new one at %" GST_TIME_FORMAT,
+                        GST_STIME_ARGS(jump), GST_TIME_ARGS(pts));
+        ret = end_stretch(self);
+        if (ret != GST_FLOW_OK) return ret;
+      }
+    }
+    if (!s->have_base) {
+      s->base = t;
+      s->have_base = true;
+    }
+  } else if (!s->have_base) {
+    const GstSegment& seg = GST_BASE_TRANSFORM(self)->segment;
+    s->base = seg.format == GST_FORMAT_TIME ? static_cast<GstClockTimeDiff>(seg.start) : 0;
+    s->have_base = true;
+  }
+  if (n > 0) s->windows->push(samples, n, submitter(s));
+  post_stats_if_due(self);
+  return emit_ready(self);
+}
+
+}  // namespace gstspeakerchange

@@ -1,0 +1,61 @@
+// What the element owns between start() and stop(), and the streaming side that maps buffers,
+// gaps and time jumps onto core/ (WindowBuffer, a WindowSegmenter) and the changes it returns
+// onto messages and events. Runs on the streaming thread, under the stream lock.
+#pragma once
+
+#include <gst/audio/audio.h>
+#include <gst/gst.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engines/segmentation_engine.h"
+#include "gstspeakerchange-settings.h"
+#include "gstspeakerchange.h"
+#include "scheduling/shared_segmenter.h"
+#include "scheduling/window_segmenter.h"
+#include "streaming/stream_settings.h"
+#include "streaming/window_buffer.h"
+
+namespace gstspeakerchange {
+
+constexpr GstClockTime kMaxFilledGap = 5 * GST_SECOND;  // GAP events shorter than this: silence
+
+// What the streaming side owns: touched by start()/stop() and, between them, only by the streaming
+// thread (buffers and serialized events, under the stream lock).
+struct Stream {
+  speakerseg::StreamSettings settings;
+  GstSpeakerChangeMode mode = GST_SPEAKER_CHANGE_MODE_AUTO;
+  int batch_size = kDefaultBatchSize;
+  double max_batch_wait = 0;                      // seconds (shared engine only)
+  GstClockTime stats_interval = 0;                // 0: no speaker-change-stats messages
+  GstClockTime next_stats = GST_CLOCK_TIME_NONE;  // buffer time of the next one
+  std::unique_ptr<speakerseg::SegmentationEngine>
+      engine;  // own engine, until the segmenter takes it
+  // The process-wide engine and worker (shared-engine=true), held from start() to stop() only,
+  // so that the pool frees them when the last element stops.
+  std::shared_ptr<speakerseg::SharedScheduler> scheduler;
+  std::unique_ptr<speakerseg::WindowSegmenter> segmenter;  // from the first buffer on
+  std::unique_ptr<speakerseg::WindowBuffer> windows;
+  GstAudioInfo info;
+  std::vector<float> scratch;
+  std::vector<int16_t> s16_scratch;
+  bool have_base = false;
+  GstClockTimeDiff base = 0;  // buffer time of sample 0 of the current stretch
+  uint64_t dropped_reported = 0;
+};
+
+// Feeds `n` samples (null: silence) whose first sample has buffer time `pts` (NONE: whatever
+// follows the previous samples), after checking the time line for gaps and jumps; sends the
+// changes the worker has ready.
+GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n);
+
+// Ends the current stretch: runs the last partial window, makes every frame final, sends what is
+// left; then starts afresh (EOS, discontinuity, long gap).
+GstFlowReturn end_stretch(GstSpeakerChange* self);
+
+// Forgets the current stretch without announcing anything (flush).
+void forget_stretch(Stream* s);
+
+}  // namespace gstspeakerchange

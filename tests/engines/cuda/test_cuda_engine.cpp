@@ -1,0 +1,316 @@
+// The CUDA engine against ONNX Runtime's log-probabilities, on the same reference cases as
+// test_engine_parity: every case x every cuDNN RNN algorithm x CUDA graphs off and on, three
+// forward passes each. FP32: max |difference| <= 1e-3 and no argmax change on a frame whose two
+// best reference classes are more than 1e-3 apart; the second and third passes (graph replays,
+// where graphs are on) bit-identical to the first; TF32: within 0.5. Every test that needs a GPU
+// skips, saying so, where there is none.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/parity.h"
+#include "common/test_env.h"
+#include "engines/cuda/cuda_engine.h"
+#include "engines/segmentation_engine.h"
+#include "io/npy.h"
+
+namespace speakerseg {
+namespace {
+
+using test::compare;
+using test::Comparison;
+constexpr double kTolerance = test::kParityTolerance;
+constexpr double kTf32Tolerance = 0.5;
+
+#define SKIP_WITHOUT_GPU()                                              \
+  do {                                                                  \
+    std::string why_;                                                   \
+    if (cuda_device_count(&why_) == 0)                                  \
+      GTEST_SKIP() << "no CUDA device found (" << why_ << "): skipped"; \
+  } while (0)
+
+struct Case {
+  const char* name;
+  const char* model;  // empty: the real model
+};
+
+const Case kCases[] = {{"first_window", ""},
+                       {"last_partial", ""},
+                       {"five_seconds", ""},
+                       {"batch32", ""},
+                       {"sinc_computed", "sinc_computed.onnx"},
+                       {"all_windows", ""}};
+
+struct Reference {
+  NpyArray input, logprobs;
+  int batch = 0, samples = 0;
+  std::string model;
+};
+
+Reference load(const Case& c) {
+  const std::string dir = test::reference_dir();
+  Reference r;
+  r.input = read_npy(dir + "/" + c.name + ".input.npy");
+  r.logprobs = read_npy(dir + "/" + c.name + ".logprobs.npy");
+  r.batch = static_cast<int>(r.input.shape.at(0));
+  r.samples = static_cast<int>(r.input.shape.at(1));
+  r.model = *c.model ? dir + "/" + c.model : test::model_path();
+  return r;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// Warnings (an algorithm or a graph capture falling back) fail the test: they would mean the
+// configuration under test did not run.
+CudaEngineOptions options_for(LstmAlgorithm algorithm, bool graphs, int max_batch,
+                              std::vector<std::string>* warnings) {
+  CudaEngineOptions o;
+  o.lstm_algorithm = algorithm;
+  o.cuda_graphs = graphs;
+  o.max_batch = max_batch;
+  o.warn = [warnings](const std::string& m) { warnings->push_back(m); };
+  return o;
+}
+
+class CudaParity
+    : public ::testing::TestWithParam<std::tuple<Case, LstmAlgorithm, bool /*graphs*/>> {};
+
+TEST_P(CudaParity, MatchesOnnxRuntimeAndReplaysExactly) {
+  SKIP_WITHOUT_GPU();
+  const auto [c, algorithm, graphs] = GetParam();
+  const Reference r = load(c);
+  ASSERT_EQ(r.logprobs.shape,
+            (std::vector<int64_t>{r.batch, frames_for_samples(r.samples), kClasses}));
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(algorithm, graphs, r.batch, &warnings));
+  std::vector<std::vector<float>> runs(3, std::vector<float>(r.logprobs.data.size(), NAN));
+  for (auto& out : runs) engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+  EXPECT_EQ(runs[1], runs[0]) << "second pass differs from the first";
+  EXPECT_EQ(runs[2], runs[0]) << "third pass differs from the first";
+
+  const Comparison cmp = compare(runs[0], r.logprobs.data);
+  std::printf(
+      "[ cuda     ] %-13s %-22s graphs %-3s: %d windows, max |diff| %.3g, flips %d (+%d at "
+      "near-ties)\n",
+      c.name, lstm_algorithm_name(algorithm), graphs ? "on" : "off", r.batch, cmp.max_diff_all,
+      cmp.flips, cmp.ties_flipped);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff_all, kTolerance);
+  EXPECT_EQ(cmp.flips, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, CudaParity,
+                         ::testing::Combine(::testing::ValuesIn(kCases),
+                                            ::testing::Values(LstmAlgorithm::kStandard,
+                                                              LstmAlgorithm::kPersistStaticSmallH,
+                                                              LstmAlgorithm::kPersistDynamic),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           std::string algorithm = lstm_algorithm_name(std::get<1>(info.param));
+                           std::replace(algorithm.begin(), algorithm.end(), '-', '_');
+                           return std::string(std::get<0>(info.param).name) + "_" + algorithm +
+                                  (std::get<2>(info.param) ? "_graphs" : "_eager");
+                         });
+
+class CudaTf32 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaTf32, StaysClose) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(GetParam());
+  std::vector<std::string> warnings;
+  CudaEngineOptions o = options_for(LstmAlgorithm::kStandard, true, r.batch, &warnings);
+  o.tf32 = true;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model), o);
+  std::vector<float> out(r.logprobs.data.size(), NAN), again(out.size(), NAN);
+  engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
+  engine->forward(r.input.data.data(), r.batch, r.samples, again.data());
+  EXPECT_EQ(again, out) << "replay differs";
+  const Comparison cmp = compare(out, r.logprobs.data);
+  std::printf("[ cuda tf32] %-13s: max |diff| %.3g, flips %d\n", GetParam().name, cmp.max_diff_all,
+              cmp.flips);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff_all, kTf32Tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, CudaTf32, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Shapes that come and go: a larger window grows the device arena, which must drop the graphs
+// captured in the old one; the shapes captured before must give the same answers afterwards.
+TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 4, &warnings));
+  const int frames = frames_for_samples(r.samples);
+  const size_t per_window = static_cast<size_t>(frames) * kClasses;
+  std::vector<float> four(4 * per_window), one(per_window), four_again(4 * per_window);
+  engine->forward(r.input.data.data(), 4, r.samples, four.data());
+  engine->forward(r.input.data.data(), 4, r.samples, four.data());  // replay
+  engine->forward(r.input.data.data(), 1, r.samples, one.data());
+  // Six windows joined into one of 60 s: more memory than the four planned ones.
+  const int long_samples = 6 * r.samples;
+  std::vector<float> long_in(r.input.data.begin(), r.input.data.begin() + long_samples);
+  std::vector<float> long_out(static_cast<size_t>(frames_for_samples(long_samples)) * kClasses);
+  engine->forward(long_in.data(), 1, long_samples, long_out.data());
+  for (float v : long_out) ASSERT_TRUE(std::isfinite(v));
+  engine->forward(r.input.data.data(), 4, r.samples, four_again.data());
+  EXPECT_EQ(four_again, four) << "batch 4 changed after the arena grew";
+  const Comparison cmp = compare(
+      four, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + four.size()));
+  EXPECT_LE(cmp.max_diff_all, kTolerance);
+  const Comparison single = compare(
+      one, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + one.size()));
+  EXPECT_LE(single.max_diff_all, kTolerance);
+  for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
+}
+
+// The shared scheduler hands the engine batches of every size from 1 to its maximum, in any
+// order, without the arena ever growing: each size must keep its own answers (its graph and its
+// sequence lengths must survive the other sizes' passes through the same arena).
+TEST(CudaEngine, AlternatingBatchSizesKeepResults) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 32, &warnings));
+  const size_t per_window = static_cast<size_t>(frames_for_samples(r.samples)) * kClasses;
+  std::map<int, std::vector<float>> first;
+  for (int batch : {1, 32, 1, 3, 5, 3, 32, 5, 1, 3}) {
+    std::vector<float> out(batch * per_window, NAN);
+    engine->forward(r.input.data.data(), batch, r.samples, out.data());
+    auto seen = first.find(batch);
+    if (seen == first.end()) {
+      const Comparison cmp = compare(
+          out, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + out.size()));
+      EXPECT_TRUE(cmp.finite) << "batch " << batch;
+      EXPECT_LE(cmp.max_diff_all, kTolerance) << "batch " << batch;
+      EXPECT_EQ(cmp.flips, 0) << "batch " << batch;
+      first.emplace(batch, std::move(out));
+    } else {
+      EXPECT_EQ(out, seen->second) << "batch " << batch << " changed after other batch sizes ran";
+    }
+  }
+  for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
+}
+
+TEST(CudaEngine, RefusesWhatItCannotRun) {
+  SKIP_WITHOUT_GPU();
+  auto model = SegmentationModel::load_onnx(test::model_path());
+  CudaEngineOptions o;
+  o.max_batch = 2;
+  auto engine = make_cuda_engine(model, o);
+  std::vector<float> audio(3 * kWindowSamples, 0.f), out(3 * 589 * kClasses);
+  try {
+    engine->forward(audio.data(), 3, kWindowSamples, out.data());
+    FAIL() << "a batch of 3 was accepted by an engine planned for 2";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("max_batch 2"), std::string::npos) << e.what();
+  }
+  try {
+    engine->forward(audio.data(), 1, 500, out.data());
+    FAIL() << "a 500-sample window was accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("too short"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(engine->forward(audio.data(), 0, kWindowSamples, out.data()), EngineError);
+  // Still usable after the refusals.
+  engine->forward(audio.data(), 2, kWindowSamples, out.data());
+  for (size_t i = 0; i < 2 * 589 * kClasses; ++i) ASSERT_TRUE(std::isfinite(out[i]));
+
+  std::string why;
+  const int count = cuda_device_count(&why);
+  o.device = count;
+  try {
+    make_cuda_engine(model, o);
+    FAIL() << "device " << count << " was accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+// Runs everywhere: without a GPU, making the engine must fail with the clear message (and no
+// crash); with one, the environment report must name it.
+TEST(CudaEngine, SaysWhetherThereIsADevice) {
+  std::string why;
+  const std::string environment = cuda_environment();
+  std::printf("%s", environment.c_str());
+  if (cuda_device_count(&why) > 0) {
+    EXPECT_NE(environment.find("GPU 0: "), std::string::npos);
+    return;
+  }
+  try {
+    make_cuda_engine(SegmentationModel::load_onnx(test::model_path()), {});
+    FAIL() << "a CUDA engine was made without a device";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("no CUDA device found: ", 0), 0u) << e.what();
+  }
+}
+
+// The module of this build loads here and in CI (the toolkit and cuDNN are installed), GPU or not:
+// only the device count may be zero.
+TEST(CudaModule, TheBuildsModuleLoads) {
+  const std::string environment = cuda_environment();
+  EXPECT_EQ(environment.rfind("CUDA engine module: " + cuda_module_path() + "\n", 0), 0u)
+      << environment;
+  EXPECT_NE(environment.find("cuDNN: 9."), std::string::npos) << environment;
+}
+
+// A module that cannot be loaded (missing, or its CUDA libraries absent) or that is not ours means
+// no CUDA device, and asking for the engine says what is wrong and how to fix it. Without an NVIDIA
+// driver that is said first, and the module is not even loaded for it.
+TEST(CudaModule, AnUnloadableModuleIsAClearErrorNotACrash) {
+  const auto model = SegmentationModel::load_onnx(test::model_path());
+  const std::pair<const char*, const char*> cases[] = {
+      {"/nonexistent/libspeakerseg-cuda.so", "cannot load the CUDA engine module"},
+      {"libm.so.6", "is not a CUDA engine module of this build"},
+  };
+  for (const auto& [path, message] : cases) {
+    SCOPED_TRACE(path);
+    ASSERT_EQ(setenv("SPEAKERSEG_CUDA_MODULE", path, 1), 0);
+    EXPECT_EQ(cuda_module_path(), path);
+    EXPECT_NE(cuda_environment().find(message), std::string::npos);
+    std::string why;
+    EXPECT_EQ(cuda_device_count(&why), 0);
+    const bool driver = why.find("no NVIDIA driver") == std::string::npos;
+    const std::string expected = driver ? message : "no NVIDIA driver";
+    EXPECT_NE(why.find(expected), std::string::npos) << why;
+    try {
+      make_cuda_engine(model, {});
+      ADD_FAILURE() << "an engine was made";
+    } catch (const EngineError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+      if (driver) {
+        EXPECT_NE(std::string(e.what()).find("CPU engine"), std::string::npos) << e.what();
+      }
+    }
+  }
+  unsetenv("SPEAKERSEG_CUDA_MODULE");
+}
+
+TEST(CudaEngine, AlgorithmNamesRoundTrip) {
+  for (LstmAlgorithm a : {LstmAlgorithm::kStandard, LstmAlgorithm::kPersistStaticSmallH,
+                          LstmAlgorithm::kPersistDynamic, LstmAlgorithm::kAuto}) {
+    LstmAlgorithm parsed = LstmAlgorithm::kStandard;
+    ASSERT_TRUE(parse_lstm_algorithm(lstm_algorithm_name(a), &parsed));
+    EXPECT_EQ(parsed, a);
+  }
+  LstmAlgorithm untouched = LstmAlgorithm::kPersistDynamic;
+  EXPECT_FALSE(parse_lstm_algorithm("fastest", &untouched));
+  EXPECT_EQ(untouched, LstmAlgorithm::kPersistDynamic);
+}
+
+}  // namespace
+}  // namespace speakerseg

@@ -1,0 +1,350 @@
+// Several streams through one engine (SharedScheduler, SharedSegmenterChannel, EnginePool), on the
+// real model and the reference recording: each channel must give exactly what its stream gives
+// alone, whatever the other channels do, and nobody may hang.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "common/test_env.h"
+#include "engines/cpu/cpu_engine.h"
+#include "io/audio_file.h"
+#include "scheduling/engine_pool.h"
+#include "scheduling/shared_segmenter.h"
+#include "streaming/speaker_change_detector.h"
+
+namespace speakerseg {
+namespace {
+
+std::vector<float> reference_recording() {
+  std::map<std::string, std::string> m;
+  std::ifstream f(test::reference_dir() + "/manifest.txt");
+  std::string key, value;
+  while (f >> key && std::getline(f >> std::ws, value)) m[key] = value;
+  return read_mono_16k(m["recording"]);
+}
+
+std::shared_ptr<const SegmentationModel> model() {
+  static auto m = SegmentationModel::load_onnx(test::model_path());
+  return m;
+}
+
+// One thread: meson runs test programs side by side on few cores.
+std::unique_ptr<SegmentationEngine> cpu_engine() {
+  return make_cpu_engine(model(), {1});
+}
+
+std::vector<SpeakerChange> alone(const std::vector<float>& audio, const StreamSettings& s) {
+  auto engine = cpu_engine();
+  SpeakerChangeDetector d(*engine, s, 1);
+  d.push(audio.data(), audio.size());
+  d.finish();
+  return d.take_changes();
+}
+
+void append(std::vector<SpeakerChange>& to, std::vector<SpeakerChange> more) {
+  for (auto& c : more) to.push_back(std::move(c));
+}
+
+// Streams `audio` through `channel` in 20 ms buffers, as an element would; `after_submit`, when
+// given, runs after every window handed over.
+std::vector<SpeakerChange> stream(SharedSegmenterChannel& channel, const std::vector<float>& audio,
+                                  const StreamSettings& s,
+                                  const std::function<void()>& after_submit = {}) {
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  auto submit = [&](int64_t start, const float* w) {
+    channel.submit(WindowJob::from_window(start, w));
+    if (after_submit) after_submit();
+  };
+  std::vector<SpeakerChange> got;
+  for (size_t i = 0; i < audio.size(); i += 320) {
+    wb.push(&audio[i], std::min<size_t>(320, audio.size() - i), submit);
+    append(got, channel.take_changes());
+  }
+  wb.flush_tail(submit);
+  channel.finish(wb.total());
+  append(got, channel.take_changes());
+  return got;
+}
+
+void expect_same(const std::vector<SpeakerChange>& got, const std::vector<SpeakerChange>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].sample, want[i].sample) << what << ", change " << i;
+    EXPECT_EQ(got[i].speaker, want[i].speaker) << what << ", change " << i;
+    EXPECT_EQ(got[i].previous, want[i].previous) << what << ", change " << i;
+    EXPECT_EQ(got[i].announced_sample, want[i].announced_sample) << what << ", change " << i;
+    // Batched and single-window forward calls round differently.
+    EXPECT_NEAR(got[i].confidence, want[i].confidence, 1e-3) << what << ", change " << i;
+  }
+}
+
+// A max_batch_wait no test outlasts: batches form only when full or when a host waits.
+constexpr double kForever = 3600;
+
+TEST(SharedSegmenter, ThreeChannelsGiveWhatEachGivesAlone) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  ASSERT_FALSE(want.empty());
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4);
+  std::vector<std::unique_ptr<SharedSegmenterChannel>> channels;
+  for (int i = 0; i < 3; ++i)
+    channels.push_back(std::make_unique<SharedSegmenterChannel>(
+        scheduler, s, SharedChannelOptions{4, false, kForever}));
+  EXPECT_EQ(scheduler->channels(), 3u);
+  std::vector<std::vector<SpeakerChange>> got(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] { got[i] = stream(*channels[i], audio, s); });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(channels[i]->error().empty()) << channels[i]->error();
+    expect_same(got[i], want, "channel " + std::to_string(i));
+    EXPECT_EQ(channels[i]->queue_depth(), 0u);
+    EXPECT_EQ(channels[i]->dropped_windows(), 0u);
+    EXPECT_GE(channels[i]->last_batch_size(), 1);
+    EXPECT_GE(channels[i]->last_shared_batch_size(), channels[i]->last_batch_size());
+    EXPECT_GT(channels[i]->current_delay_seconds(), 0.0);
+  }
+  const uint64_t windows = channels[0]->processed_windows();
+  EXPECT_EQ(channels[1]->processed_windows(), windows);
+  EXPECT_EQ(channels[2]->processed_windows(), windows);
+  EXPECT_GT(scheduler->max_batch_size(), 1) << "the scheduler never batched";
+  EXPECT_LE(scheduler->max_batch_size(), 4);
+  EXPECT_LT(scheduler->batches_run(), 3 * windows);
+  std::printf("[ shared   ] %llu windows per channel in %llu forward calls, largest batch %d\n",
+              static_cast<unsigned long long>(windows),
+              static_cast<unsigned long long>(scheduler->batches_run()),
+              scheduler->max_batch_size());
+}
+
+// The recording, backwards, and started a third of the way in: three different streams.
+std::vector<std::vector<float>> three_recordings() {
+  const auto audio = reference_recording();
+  auto reversed = audio;
+  std::reverse(reversed.begin(), reversed.end());
+  auto rotated = audio;
+  std::rotate(rotated.begin(), rotated.begin() + rotated.size() / 3, rotated.end());
+  return {audio, reversed, rotated};
+}
+
+TEST(SharedSegmenter, DifferentRecordingsDoNotCrossTalk) {
+  const auto recordings = three_recordings();
+  StreamSettings s;
+  std::vector<std::vector<SpeakerChange>> want;
+  for (const auto& r : recordings) want.push_back(alone(r, s));
+  ASSERT_NE(want[0].size(), 0u);
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4);
+  // A short deadline: batches form from whatever arrives within 50 ms, as on a live host.
+  std::vector<std::unique_ptr<SharedSegmenterChannel>> channels;
+  for (int i = 0; i < 3; ++i)
+    channels.push_back(std::make_unique<SharedSegmenterChannel>(
+        scheduler, s, SharedChannelOptions{4, false, 0.05}));
+  std::vector<std::vector<SpeakerChange>> got(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] { got[i] = stream(*channels[i], recordings[i], s); });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(channels[i]->error().empty()) << channels[i]->error();
+    expect_same(got[i], want[i], "recording " + std::to_string(i));
+  }
+}
+
+TEST(SharedSegmenter, ResetOfOneChannelLeavesTheOthersAlone) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4);
+  std::vector<std::unique_ptr<SharedSegmenterChannel>> channels;
+  for (int i = 0; i < 3; ++i)
+    channels.push_back(std::make_unique<SharedSegmenterChannel>(
+        scheduler, s, SharedChannelOptions{4, false, kForever}));
+  std::vector<std::vector<SpeakerChange>> got(3);
+  std::vector<std::thread> threads;
+  for (int i : {0, 2}) threads.emplace_back([&, i] { got[i] = stream(*channels[i], audio, s); });
+  threads.emplace_back([&] {
+    // Half the recording, with windows still queued and in flight, then a flush and a new stream.
+    auto& c = *channels[1];
+    WindowBuffer wb(kWindowSamples, step_samples(s));
+    const size_t half = audio.size() / 2;
+    for (size_t i = 0; i < half; i += 320)
+      wb.push(&audio[i], std::min<size_t>(320, half - i),
+              [&](int64_t start, const float* w) { c.submit(WindowJob::from_window(start, w)); });
+    c.reset();
+    EXPECT_TRUE(c.take_changes().empty());
+    got[1] = stream(c, audio, s);
+  });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(channels[i]->error().empty()) << channels[i]->error();
+    expect_same(got[i], want, "channel " + std::to_string(i));
+  }
+}
+
+// The real engine, except that its Nth forward call fails: tests where errors go, not the maths.
+class FailingEngine : public SegmentationEngine {
+ public:
+  FailingEngine(std::unique_ptr<SegmentationEngine> inner, int fail_on_call)
+      : inner_(std::move(inner)), fail_on_call_(fail_on_call) {}
+  std::string description() const override { return "failing " + inner_->description(); }
+  void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    if (++calls_ == fail_on_call_) throw EngineError("injected failure");
+    inner_->forward(audio, batch, samples, logprobs);
+  }
+
+ private:
+  std::unique_ptr<SegmentationEngine> inner_;
+  int fail_on_call_, calls_ = 0;
+};
+
+TEST(SharedSegmenter, EngineErrorReachesTheChannelsOfTheFailedBatchOnly) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  auto scheduler =
+      std::make_shared<SharedScheduler>(std::make_unique<FailingEngine>(cpu_engine(), 1), 4);
+  const SharedChannelOptions options{8, false, kForever};
+  SharedSegmenterChannel a(scheduler, s, options), b(scheduler, s, options),
+      c(scheduler, s, options);
+  std::vector<WindowJob> windows;
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
+    windows.push_back(WindowJob::from_window(start, w));
+  });
+  ASSERT_GE(windows.size(), 2u);
+  // Nothing hurries the worker and the deadline is far: the 4th window fills the first batch,
+  // which fails, with exactly a's and b's windows in it.
+  a.submit(windows[0]);
+  b.submit(windows[0]);
+  a.submit(windows[1]);
+  b.submit(windows[1]);
+  a.drain();
+  b.drain();
+  EXPECT_NE(a.error().find("injected failure"), std::string::npos) << a.error();
+  EXPECT_NE(b.error().find("injected failure"), std::string::npos) << b.error();
+  EXPECT_EQ(scheduler->batches_run(), 1u);
+  EXPECT_EQ(scheduler->last_batch_size(), 4);
+  // A failed channel neither takes windows nor blocks its host.
+  a.submit(windows[0]);
+  EXPECT_EQ(a.queue_depth(), 0u);
+  a.finish(wb.total());
+  b.reset();
+  // A window too short for the engine fails its own channel only, before any batch holds it.
+  SharedSegmenterChannel short_window(scheduler, s, options);
+  short_window.submit({0, 100, std::vector<float>(100)});
+  EXPECT_FALSE(short_window.error().empty());
+  short_window.finish(100);
+  // A channel that was not in the failed batch goes on as if nothing happened.
+  EXPECT_TRUE(c.error().empty());
+  expect_same(stream(c, audio, s), want, "the channel outside the failed batch");
+  EXPECT_TRUE(c.error().empty()) << c.error();
+}
+
+class IdleEngine : public SegmentationEngine {
+ public:
+  std::string description() const override { return "idle"; }
+  void forward(const float*, int, int, float*) override {
+    throw EngineError("IdleEngine runs nothing");
+  }
+};
+
+TEST(SharedSegmenter, EnginePoolSharesPerKeyAndFreesWithTheLastUser) {
+  EnginePool pool;
+  int made = 0;
+  auto factory = [&] {
+    ++made;
+    return std::make_unique<IdleEngine>();
+  };
+  const EngineKey cpu{"model.onnx", "cpu", "", "threads=1"};
+  const EngineKey cuda{"model.onnx", "cuda", "0", "fp16"};
+  auto first = pool.get(cpu, 4, factory);
+  auto second = pool.get(cpu, 8, factory);
+  auto other = pool.get(cuda, 4, factory);
+  EXPECT_EQ(first, second);
+  EXPECT_NE(first, other);
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(first->batch_size(), 4) << "later users share the first one's batch size";
+  EXPECT_EQ(pool.size(), 2u);
+
+  std::weak_ptr<SharedScheduler> watch = first;
+  // A channel keeps its scheduler alive after the element's own reference is gone.
+  auto channel =
+      std::make_unique<SharedSegmenterChannel>(first, StreamSettings{}, SharedChannelOptions{});
+  first.reset();
+  second.reset();
+  EXPECT_FALSE(watch.expired());
+  EXPECT_EQ(pool.get(cpu, 4, factory), channel->scheduler());
+  EXPECT_EQ(made, 2);
+  channel.reset();
+  EXPECT_TRUE(watch.expired()) << "the last user gone, the engine must go";
+  EXPECT_EQ(pool.size(), 1u);
+  other.reset();
+  EXPECT_EQ(pool.size(), 0u);
+
+  // A new user after that loads the engine again; a failing factory leaves the pool as it was.
+  auto again = pool.get(cpu, 4, factory);
+  EXPECT_EQ(made, 3);
+  EXPECT_THROW(
+      pool.get(cuda, 4,
+               []() -> std::unique_ptr<SegmentationEngine> { throw EngineError("no device"); }),
+      EngineError);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_EQ(&EnginePool::instance(), &EnginePool::instance());
+}
+
+TEST(SharedSegmenter, LoneWindowRunsAtItsDeadlineWithoutAFullBatch) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 8);
+  SharedSegmenterChannel channel(scheduler, s, SharedChannelOptions{8, false, 0.01});
+  uint64_t submitted = 0;
+  const auto got = stream(channel, audio, s, [&] {
+    ++submitted;
+    // No host waits and the batch of 8 never fills: only the deadline can run the window.
+    while (channel.processed_windows() < submitted)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(channel.last_batch_size(), 1);
+  });
+  expect_same(got, want, "one channel, batch never full");
+  EXPECT_EQ(scheduler->max_batch_size(), 1);
+  EXPECT_EQ(scheduler->batches_run(), submitted);
+}
+
+TEST(SharedSegmenter, LateChannelDropsItsOwnOldestWindows) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 8);
+  SharedSegmenterChannel late(scheduler, s, SharedChannelOptions{1, true, kForever});
+  SharedSegmenterChannel other(scheduler, s, SharedChannelOptions{8, false, kForever});
+  std::vector<WindowJob> windows;
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
+    windows.push_back(WindowJob::from_window(start, w));
+  });
+  ASSERT_EQ(windows.size(), 3u);
+  // The deadline is far and the batch not full, so the worker holds the windows: `late` keeps
+  // only its newest, `other` keeps all of its own.
+  for (const auto& w : windows) {
+    late.submit(w);
+    other.submit(w);
+  }
+  EXPECT_EQ(late.dropped_windows(), 2u);
+  EXPECT_EQ(late.queue_depth(), 1u);
+  EXPECT_EQ(other.queue_depth(), 3u);
+  EXPECT_EQ(scheduler->queue_depth(), 4u);
+  late.drain();
+  other.drain();
+  EXPECT_EQ(late.processed_windows(), 1u);
+  EXPECT_EQ(other.processed_windows(), 3u);
+  EXPECT_EQ(other.dropped_windows(), 0u);
+  EXPECT_EQ(late.last_shared_batch_size(), 4);
+}
+
+}  // namespace
+}  // namespace speakerseg

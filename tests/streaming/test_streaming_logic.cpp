@@ -1,0 +1,218 @@
+// The streaming pieces on their own: windows, stitching, turn decisions, the worker thread.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "model/model_spec.h"
+#include "model/powerset.h"
+#include "scheduling/async_segmenter.h"
+#include "streaming/speaker_stitcher.h"
+#include "streaming/turn_tracker.h"
+#include "streaming/window_buffer.h"
+
+namespace speakerseg {
+namespace {
+
+TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
+  WindowBuffer wb(10, 4);
+  std::vector<std::pair<int64_t, std::vector<float>>> got;
+  auto collect = [&](int64_t start, const float* s) {
+    got.emplace_back(start, std::vector<float>(s, s + 10));
+  };
+  std::vector<float> x(13);
+  std::iota(x.begin(), x.end(), 1.f);  // samples 1..13 at positions 0..12
+  wb.push(x.data(), 3, collect);
+  EXPECT_TRUE(got.empty());
+  wb.push(x.data() + 3, 10, collect);  // one push crossing three boundaries loses none
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].first, -6);
+  EXPECT_EQ(got[0].second, (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(got[2].first, 2);
+  EXPECT_EQ(got[2].second, (std::vector<float>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_TRUE(wb.has_tail());
+  wb.flush_tail(collect);  // the final window ends at the newest sample
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[3].first, 3);
+  EXPECT_EQ(got[3].second.back(), 13.f);
+  EXPECT_FALSE(wb.has_tail());
+  wb.push(nullptr, 4, collect);  // silence
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[4].second.back(), 0.f);
+  wb.reset();
+  EXPECT_EQ(wb.total(), 0);
+}
+
+TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {
+  WindowBuffer wb(10, 4, 1);
+  std::vector<int64_t> ends;
+  auto collect = [&](int64_t start, const float*) { ends.push_back(start + 10); };
+  EXPECT_FALSE(wb.has_tail());
+  wb.push(nullptr, 10, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{1, 5, 9}));
+  EXPECT_TRUE(wb.has_tail());
+  wb.reset();  // keeps the phase
+  ends.clear();
+  wb.push(nullptr, 6, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{1, 5}));
+  wb.reset(3);  // a new phase, as the element gives a live stream on its first buffer
+  ends.clear();
+  wb.push(nullptr, 8, collect);
+  EXPECT_EQ(ends, (std::vector<int64_t>{3, 7}));
+  EXPECT_THROW(wb.reset(5), std::invalid_argument);
+  EXPECT_THROW(WindowBuffer(10, 4, 5), std::invalid_argument);
+  EXPECT_THROW(WindowBuffer(10, 4, -1), std::invalid_argument);
+}
+
+TEST(WindowBuffer, StaggeredPhasesSpreadStreamsOverAStep) {
+  const int step = 16000;
+  EXPECT_EQ(staggered_first_end(step, 0), step);
+  // Any number of streams started together: their windows come due spread over the step, never
+  // more than about twice as many in one tenth of it as an even spread would put there.
+  for (int n : {2, 10, 64, 1000}) {
+    std::vector<int> per_tenth(10, 0);
+    for (int i = 0; i < n; ++i) {
+      const int e = staggered_first_end(step, static_cast<uint64_t>(i));
+      ASSERT_GE(e, 1);
+      ASSERT_LE(e, step);
+      ++per_tenth[(e - 1) * 10 / step];
+    }
+    for (int c : per_tenth) EXPECT_LE(c, std::max(1, 2 * n / 10 + 1)) << n << " streams";
+  }
+}
+
+TEST(Powerset, ActivitySumsTheClassesHoldingEachSpeaker) {
+  float lp[7];
+  const float p[7] = {0.1f, 0.2f, 0.05f, 0.05f, 0.3f, 0.2f, 0.1f};
+  for (int k = 0; k < 7; ++k) lp[k] = std::log(p[k]);
+  float a[3];
+  powerset_to_activity(lp, 1, a);
+  EXPECT_NEAR(a[0], 0.2 + 0.3 + 0.2, 1e-6);
+  EXPECT_NEAR(a[1], 0.05 + 0.3 + 0.1, 1e-6);
+  EXPECT_NEAR(a[2], 0.05 + 0.2 + 0.1, 1e-6);
+}
+
+// Activity [frames][3] of a window from per-stream-speaker activity, with the window's own label
+// order: local speaker j shows stream speaker perm[j] (-1: silent).
+std::vector<float> window_activity(const std::vector<std::vector<float>>& truth, int64_t k0,
+                                   int frames, const int perm[3]) {
+  std::vector<float> a(static_cast<size_t>(frames) * 3, 0.f);
+  for (int i = 0; i < frames; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const int64_t k = k0 + i;
+      if (perm[j] >= 0 && k >= 0 && k < static_cast<int64_t>(truth[perm[j]].size()))
+        a[static_cast<size_t>(i) * 3 + j] = truth[perm[j]][static_cast<size_t>(k)];
+    }
+  return a;
+}
+
+TEST(SpeakerStitcher, KeepsStreamLabelsWhenWindowLabelsPermute) {
+  // Two speakers alternating every 3 s over 60 s; windows of 589 frames every 1 s whose local
+  // labels are shuffled from window to window.
+  const int total = 3600, frames = 589;
+  std::vector<std::vector<float>> truth(2, std::vector<float>(total, 0.f));
+  for (int k = 0; k < total; ++k) truth[(k / 178) % 2][k] = 1.f;
+  const int perms[3][3] = {{0, 1, -1}, {1, -1, 0}, {-1, 0, 1}};
+  SpeakerStitcher st(0.2, 0.5);
+  std::vector<FrameActivity> out;
+  for (int w = 0; w < 60; ++w) {
+    const int64_t end = static_cast<int64_t>(w + 1) * 16000;
+    const int64_t start = end - kWindowSamples;
+    const int64_t k0 = SpeakerStitcher::frame_of_window_start(start);
+    auto a = window_activity(truth, k0, frames, perms[w % 3]);
+    st.add_window(start, a.data(), frames);
+    st.finalize_before(k0 + 400, out);
+  }
+  EXPECT_EQ(st.labels(), (std::vector<std::string>{"speaker-0", "speaker-1"}));
+  ASSERT_GT(out.size(), 2000u);
+  int wrong = 0;
+  for (const auto& f : out) {
+    if (f.frame >= total) continue;
+    const int want = (f.frame / 178) % 2;
+    const float mine = f.of(want);
+    if (mine < 0.5f) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(SpeakerStitcher, HistoryStaysBoundedOnLongStreams) {
+  SpeakerStitcher st(0.2, 0.5);
+  std::vector<float> a(589 * 3, 0.f);
+  for (int i = 0; i < 589; ++i) a[i * 3] = 1.f;
+  std::vector<FrameActivity> out;
+  for (int w = 0; w < 3600; ++w) {  // an hour at 1 s steps
+    const int64_t start = static_cast<int64_t>(w + 1) * 16000 - kWindowSamples;
+    st.add_window(start, a.data(), 589);
+    st.finalize_before(SpeakerStitcher::frame_of_window_start(start) + 470, out);
+    out.clear();
+  }
+  EXPECT_LE(st.held_frames(), 589u + 60u);
+  EXPECT_EQ(st.labels().size(), 1u);
+}
+
+// Every window brings a new speaker (active only on frames no earlier window covered), so labels
+// pile up; each frame must still carry only the few speakers that were active on it, which keeps
+// the cost of a window independent of how long the stream has run.
+TEST(SpeakerStitcher, FramesCarryOnlyTheirOwnSpeakersHoweverManyLabelsPileUp) {
+  SpeakerStitcher st(0.2, 0.5);
+  std::vector<FrameActivity> out;
+  size_t widest = 0;
+  for (int w = 0; w < 400; ++w) {
+    std::vector<float> a(589 * 3, 0.f);
+    for (int i = 589 - 40; i < 589; ++i) a[i * 3 + w % 3] = 1.f;
+    const int64_t start = static_cast<int64_t>(w + 1) * 16000 - kWindowSamples;
+    st.add_window(start, a.data(), 589);
+    st.finalize_before(SpeakerStitcher::frame_of_window_start(start) + 470, out);
+    for (const auto& f : out) widest = std::max(widest, f.activity.size());
+    out.clear();
+  }
+  EXPECT_GT(st.labels().size(), 100u);
+  EXPECT_LE(widest, 4u);
+}
+
+FrameActivity frame(int64_t k, const std::vector<float>& a) {
+  FrameActivity f{k, {}};
+  for (size_t g = 0; g < a.size(); ++g) f.activity.emplace_back(static_cast<int>(g), a[g]);
+  return f;
+}
+
+TEST(TurnTracker, SmoothsShortPausesAndKeepsTheTurnThroughOverlap) {
+  StreamSettings s;
+  s.min_speech = 0.2;   // 12 frames
+  s.min_silence = 0.5;  // 30 frames
+  TurnTracker t(s);
+  const std::vector<std::string> labels{"speaker-0", "speaker-1"};
+  std::vector<SpeakerChange> out;
+  int64_t k = 0;
+  auto run = [&](int n, std::vector<float> a) {
+    for (int i = 0; i < n; ++i, ++k) t.push(frame(k, a), labels, k * 270, out);
+  };
+  run(50, {0.f, 0.f});  // silence: nobody -> nobody is no change
+  run(5, {0.9f, 0.f});  // too short to count
+  run(10, {0.f, 0.f});
+  run(100, {0.9f, 0.f});  // speaker-0 takes the turn
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].speaker, "speaker-0");
+  EXPECT_EQ(out[0].previous, "");
+  EXPECT_EQ(out[0].sample, SpeakerStitcher::frame_centre_sample(65));
+  run(20, {0.f, 0.f});    // a pause shorter than min-silence: no change
+  run(50, {0.9f, 0.8f});  // overlap: speaker-0 keeps the turn
+  EXPECT_EQ(out.size(), 1u);
+  run(50, {0.1f, 0.9f});  // speaker-0 stops: speaker-1 takes over, dated where it began
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].speaker, "speaker-1");
+  EXPECT_EQ(out[1].previous, "speaker-0");
+  EXPECT_EQ(out[1].sample, SpeakerStitcher::frame_centre_sample(235));
+  EXPECT_EQ(out[1].active, (std::vector<std::string>{"speaker-1"}));
+  EXPECT_NEAR(out[1].confidence, 0.9, 1e-6);
+  run(40, {0.f, 0.f});  // a long pause: change to nobody
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2].speaker, "");
+  EXPECT_EQ(out[2].sample, SpeakerStitcher::frame_centre_sample(285));
+}
+
+}  // namespace
+}  // namespace speakerseg

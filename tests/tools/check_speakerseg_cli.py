@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""End-to-end check of `speakerseg`: logits of a whole recording against ONNX Runtime, the clear
+refusals (wrong sample rate, missing model), and `live` channels giving a result line."""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import wave
+
+import numpy as np
+
+exe, model, ref = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+manifest = dict(line.split(" ", 1) for line in (ref / "manifest.txt").read_text().splitlines())
+recording = manifest["recording"]
+failures = []
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = pathlib.Path(tmp) / "logits.npy"
+    subprocess.run([exe, "logits", "--model", model, "--input", recording, "--output", str(out),
+                    "--step", "1", "--batch", "8", "--threads", "2"], check=True)
+    ours, want = np.load(out), np.load(ref / "all_windows.logprobs.npy")
+    if ours.shape != want.shape:
+        failures.append(f"shape {ours.shape} != reference {want.shape}")
+    else:
+        # Held as the engine parity suite holds it (tests/common/parity.h): on every class the
+        # reference gives a probability of at least 1e-4; below that float32 rounding dominates.
+        checked = want >= np.log(1e-4)
+        diff = float(np.abs(ours - want)[checked].max())
+        every = float(np.abs(ours - want).max())
+        print(f"speakerseg logits {recording}: {ours.shape[0]} windows, max |diff| {diff:.3g} "
+              f"(every class: {every:.3g})")
+        if diff > 1e-3:
+            failures.append(f"max |diff| {diff} > 1e-3")
+
+    wav8k = pathlib.Path(tmp) / "8k.wav"
+    with wave.open(str(wav8k), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000)
+        w.writeframes(b"\0\0" * 8000)
+    for args, expect in (
+        (["logits", "--model", model, "--input", str(wav8k), "--output", str(out)], "16000 Hz"),
+        (["logits", "--model", tmp + "/missing.onnx", "--input", recording, "--output", str(out)], "cannot be opened"),
+        (["logits", "--input", recording], "needs --input and --output"),
+        (["frobnicate"], "unknown command"),
+    ):
+        r = subprocess.run([exe, *args], capture_output=True, text=True)
+        if r.returncode == 0 or expect not in r.stderr:
+            failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r} lacks {expect!r}")
+        else:
+            print(f"refused as expected: {r.stderr.splitlines()[0]}")
+
+# `live`: real-time channels through the streaming logic, one JSON line (the capacity benchmark's
+# core trial). Three channels for 13 s of real time, so that windows run, changes are announced
+# after the 1 s warm-up, and nothing is dropped on an otherwise idle engine.
+r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
+                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1"],
+                   capture_output=True, text=True)
+try:
+    live = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"speakerseg live: {live}")
+    if r.returncode != 0 or live["channels"] != 3 or live["error"] or live["changes"] < 1:
+        failures.append(f"live: exit {r.returncode}, {live}")
+except (ValueError, IndexError, KeyError) as e:
+    failures.append(f"live: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
+
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)
