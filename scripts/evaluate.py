@@ -10,10 +10,19 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
                      segment ends, as pyannote.metrics defines them), F1 = 2PR / (P + R)
   delay mean / p95   seconds between a change and its announcement (changes announced before the
                      end of the file; at the end the rest is finalised at once)
+  DER, confusion,    DiarizationErrorRate (no collar, overlap scored), optimal speaker mapping over
+  missed, FA         each whole recording; the parts as fractions of all reference speech. The
+                     announced timeline has one speaker at a time, so overlapped speech counts as
+                     missed for everyone but the current speaker.
 
-Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)).
+Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)). Besides
+the 30 s recordings, the *-concat sets join them into recordings where the same people come back
+after other meetings or silence (AMI speaker names are global, so the joined annotation says who
+returns): train-concat to tune on, development-concat to report.
 
-  .venv/bin/python3 scripts/evaluate.py [--sets train development sample] [--latency 1 2 5 offline]
+  .venv/bin/python3 scripts/evaluate.py [--sets train development sample train-concat
+                                         development-concat] [--latency 1 2 5 offline]
+                                        [--reidentify off on] [--voice-threshold X]
                                         [--step 1] [--min-speech S] [--min-silence S] [--onset X]
 """
 import argparse
@@ -24,17 +33,75 @@ import sys
 import tempfile
 
 import numpy as np
-from pyannote.core import Annotation, Segment
+from pyannote.core import Annotation, Segment, Timeline
 from pyannote.database.util import load_rttm, load_uem
+from pyannote.metrics.diarization import DiarizationErrorRate
 from pyannote.metrics.segmentation import (SegmentationCoverage, SegmentationPrecision,
                                            SegmentationPurity, SegmentationRecall)
+from scipy.io import wavfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 SETS = {"train": "train", "development": "development", "sample": "sample"}
+RATE = 16000
+# Recordings joined end to end ("silence:S" is S seconds of digital silence). Within each, people
+# of the first part come back after others or after silence.
+CONCATS = {
+    "train-concat": {
+        "trn00+trn04+trn01+sil+trn03": ["trn00", "trn04", "trn01", "silence:12", "trn03"],
+        "trn07+trn06+trn08": ["trn07", "trn06", "trn08"],
+        "trn02+trn09+trn01": ["trn02", "trn09", "trn01"],
+    },
+    "development-concat": {
+        "dev00+trn05+dev01": ["dev00", "trn05", "dev01"],
+        "dev00+sil+dev01": ["dev00", "silence:12", "dev01"],
+    },
+}
 
 
-def run_changes(args, wav, latency, tmp):
+def all_references():
+    refs = {}
+    for name in ("train", "development", "sample"):
+        refs.update(load_rttm(str(DATA / f"{name}.rttm")))
+    return refs
+
+
+def build_concat(parts, uri, folder, refs):
+    """Writes the joined recording; returns its annotation (speakers keep their AMI names)."""
+    audio, ref, offset = [], Annotation(uri=uri), 0.0
+    for part in parts:
+        if part.startswith("silence:"):
+            x = np.zeros(int(float(part.split(":")[1]) * RATE), dtype=np.float32)
+        else:
+            rate, x = wavfile.read(str(DATA / f"{part}.wav"))
+            assert rate == RATE and x.ndim == 1, part
+            x = x.astype(np.float32) / 32768 if x.dtype == np.int16 else x.astype(np.float32)
+            for seg, _, who in refs[part].itertracks(yield_label=True):
+                ref[Segment(seg.start + offset, seg.end + offset)] = who
+        audio.append(x)
+        offset += len(x) / RATE
+    wav = pathlib.Path(folder) / f"{uri}.wav"
+    wavfile.write(str(wav), RATE, np.concatenate(audio))
+    return wav, ref, offset
+
+
+def recordings(set_name, folder):
+    """(wav, reference, uem) of every recording of a set."""
+    if set_name in CONCATS:
+        refs = all_references()
+        for uri, parts in CONCATS[set_name].items():
+            wav, ref, duration = build_concat(parts, uri, folder, refs)
+            uem = Timeline([Segment(0, duration)], uri=uri)
+            yield wav, ref, uem
+        return
+    refs = load_rttm(str(DATA / f"{SETS[set_name]}.rttm"))
+    uem_file = DATA / f"{SETS[set_name]}.uem"
+    uems = load_uem(str(uem_file)) if uem_file.exists() else {}
+    for uri in sorted(refs):
+        yield DATA / f"{uri}.wav", refs[uri], uems.get(uri)
+
+
+def run_changes(args, wav, latency, reidentify, tmp):
     rttm = pathlib.Path(tmp) / (wav.stem + ".rttm")
     cmd = [str(args.speakerseg), "changes", "--model", args.model, "--input", str(wav), "--rttm", str(rttm),
            "--step", str(args.step), "--threads", str(args.threads)]
@@ -42,6 +109,12 @@ def run_changes(args, wav, latency, tmp):
     for opt in ("min_speech", "min_silence", "onset", "match_threshold", "switch_margin"):
         if getattr(args, opt) is not None:
             cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
+    if reidentify == "on":
+        cmd += ["--reidentify"]
+        for opt in ("voice_threshold", "keep_threshold", "split_threshold", "evidence_seconds",
+                    "decision_seconds", "clean_others", "max_speakers"):
+            if getattr(args, opt) is not None:
+                cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     changes = [json.loads(line) for line in out.splitlines() if line.strip()]
     hyp = Annotation(uri=wav.stem)
@@ -51,30 +124,38 @@ def run_changes(args, wav, latency, tmp):
     return hyp, changes, cmd
 
 
-def evaluate(args, set_name, latency):
-    refs = load_rttm(str(DATA / f"{SETS[set_name]}.rttm"))
-    uem_file = DATA / f"{SETS[set_name]}.uem"
-    uems = load_uem(str(uem_file)) if uem_file.exists() else {}
+def evaluate(args, set_name, latency, reidentify):
     metrics = {
         "purity": SegmentationPurity(tolerance=0.5),
         "coverage": SegmentationCoverage(tolerance=0.5),
         "p25": SegmentationPrecision(tolerance=0.25), "r25": SegmentationRecall(tolerance=0.25),
         "p50": SegmentationPrecision(tolerance=0.5), "r50": SegmentationRecall(tolerance=0.5),
+        "der": DiarizationErrorRate(collar=0.0, skip_overlap=False),
     }
-    delays = []
+    delays, seconds, per_recording = [], 0.0, []
     with tempfile.TemporaryDirectory() as tmp:
-        for uri in sorted(refs):
-            wav = DATA / f"{uri}.wav"
-            hyp, changes, cmd = run_changes(args, wav, latency, tmp)
-            uem = uems.get(uri)
+        for wav, ref, uem in recordings(set_name, tmp):
+            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, tmp)
             for name, m in metrics.items():
-                m(refs[uri], hyp, uem=uem) if name in ("purity", "coverage") else m(refs[uri], hyp)
+                if name == "der":
+                    d = m(ref, hyp, uem=uem, detailed=True)
+                    per_recording.append((wav.stem, d["diarization error rate"]))
+                elif name in ("purity", "coverage"):
+                    m(ref, hyp, uem=uem)
+                else:
+                    m(ref, hyp)
+            seconds += (uem.duration() if uem is not None else ref.get_timeline().extent().end)
             end = max((c["time"] + c["delay"] for c in changes), default=0)
             delays += [c["delay"] for c in changes if c["time"] + c["delay"] < end - 0.01]
     f1 = lambda p, r: 2 * p * r / (p + r) if p + r > 0 else 0.0
     v = {k: abs(m) for k, m in metrics.items()}
+    der, speech = metrics["der"], metrics["der"]["total"]
     return {
-        "set": set_name, "latency": latency, "purity": v["purity"], "coverage": v["coverage"],
+        "set": set_name, "latency": latency, "reidentify": reidentify,
+        "DER": v["der"], "confusion": der["confusion"] / speech, "missed": der["missed detection"] / speech,
+        "FA": der["false alarm"] / speech, "seconds": seconds,
+        "per recording": {uri: round(x, 4) for uri, x in per_recording},
+        "purity": v["purity"], "coverage": v["coverage"],
         "P@0.25": v["p25"], "R@0.25": v["r25"], "F1@0.25": f1(v["p25"], v["r25"]),
         "P@0.5": v["p50"], "R@0.5": v["r50"], "F1@0.5": f1(v["p50"], v["r50"]),
         "delay mean": float(np.mean(delays)) if delays else float("nan"),
@@ -85,8 +166,15 @@ def evaluate(args, set_name, latency):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", nargs="+", default=["train", "development", "sample"], choices=list(SETS))
+    ap.add_argument("--sets", nargs="+", default=["train", "development", "sample"],
+                    choices=list(SETS) + list(CONCATS))
     ap.add_argument("--latency", nargs="+", default=["1", "2", "5", "offline"])
+    ap.add_argument("--reidentify", nargs="+", default=["off"], choices=["off", "on"],
+                    help="identity by voice off and/or on (each a row)")
+    for opt in ("voice-threshold", "keep-threshold", "split-threshold", "evidence-seconds",
+                "decision-seconds", "clean-others"):
+        ap.add_argument("--" + opt, dest=opt.replace("-", "_"), type=float)
+    ap.add_argument("--max-speakers", dest="max_speakers", type=int)
     ap.add_argument("--step", type=float, default=1.0)
     ap.add_argument("--min-speech", dest="min_speech", type=float)
     ap.add_argument("--min-silence", dest="min_silence", type=float)
@@ -99,21 +187,24 @@ def main():
     ap.add_argument("--json", action="store_true", help="one JSON object per row instead of a table")
     args = ap.parse_args()
 
-    cols = ["purity", "coverage", "P@0.25", "R@0.25", "F1@0.25", "P@0.5", "R@0.5", "F1@0.5", "delay mean", "delay p95"]
+    cols = ["DER", "confusion", "missed", "FA", "purity", "coverage", "F1@0.25", "F1@0.5",
+            "delay mean", "delay p95"]
     if not args.json:
         print(f"# command: .venv/bin/python3 scripts/evaluate.py {' '.join(sys.argv[1:])}\n")
-        print("| set | latency | " + " | ".join(cols) + " |")
-        print("|---|---|" + "---:|" * len(cols))
+        print("| set | latency | voice | " + " | ".join(cols) + " | audio |")
+        print("|---|---|---|" + "---:|" * (len(cols) + 1))
     for set_name in args.sets:
         for latency in args.latency:
-            row = evaluate(args, set_name, latency)
-            if args.json:
-                print(json.dumps(row), flush=True)
-            else:
+            for reidentify in args.reidentify:
+                row = evaluate(args, set_name, latency, reidentify)
+                if args.json:
+                    print(json.dumps(row), flush=True)
+                    continue
                 lat = "offline" if latency == "offline" else f"{float(latency):g} s"
-                print(f"| {set_name} | {lat} | " + " | ".join(
-                    f"{row[c]:.2f}" if not c.startswith("delay") else
-                    ("—" if np.isnan(row[c]) else f"{row[c]:.2f} s") for c in cols) + " |", flush=True)
+                cells = [f"{row[c]:.3f}" if not c.startswith("delay") else
+                         ("—" if np.isnan(row[c]) else f"{row[c]:.2f} s") for c in cols]
+                print(f"| {set_name} | {lat} | {reidentify} | " + " | ".join(cells) +
+                      f" | {row['seconds']:.0f} s |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # From a fresh Debian 12 machine to a built project: Debian packages, the tooling virtualenv
 # (.venv: ONNX Runtime and friends for references, benchmarks and evaluation; never used at run
-# time), the model (models/segmentation-3.0.onnx) and the build (build/). Rerunning it is quick and
-# changes nothing that is already in place.
+# time), the models (models/segmentation-3.0.onnx, models/voice-encoder-ge2e.onnx) and the build
+# (build/). Rerunning it is quick and changes nothing that is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential meson ninja-build pkg-config git ca-certificates
   libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev
   python3 python3-venv python3-pip espeak-ng
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
@@ -38,6 +39,7 @@ if ! [ -x .venv/bin/python3 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; t
 fi
 
 PYTHON=.venv/bin/python3 scripts/fetch_model.sh
+PYTHON=.venv/bin/python3 scripts/fetch_voice_model.sh
 
 if ! [ -f build/build.ninja ]; then
   meson setup build --buildtype=release

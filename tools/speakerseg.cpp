@@ -1,5 +1,6 @@
 // speakerseg: the core engine's own front door. Runs segmentation-3.0 over a recording and writes
 // the per-window log-probabilities, or measures the engine's speed.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "engines/cpu/cpu_voice_encoder.h"
+#include "features/mel_spectrogram.h"
+#include "identity/speaker_identifier.h"
+#include "identity/utterance_embedding.h"
+#include "identity/voiceprints.h"
 #include "io/audio_file.h"
 #include "io/npy.h"
 #include "model/model_location.h"
@@ -43,15 +49,28 @@ const char kUsage[] =
     "  speakerseg changes --input FILE.wav [--model M] [--step S] [--latency S | --offline]\n"
     "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
     "                    [--rttm OUT.rttm] [--uri NAME]\n"
+    "                    [--reidentify [--voiceprints FILE] [--max-speakers N]\n"
+    "                     [--voice-threshold X] [--voice-model V]]\n"
     "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
     "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
     "      --offline: final at the end, with all the right context there is).\n"
+    "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
+    "      gets their label back; enrolled speakers by name), with a \"voice\" match score.\n"
+    "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
+    "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
     "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
     "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
     "      N live channels in real time through the element's streaming logic without GStreamer\n"
     "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
     "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
     "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped.\n"
+    "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
+    "                    --output OUT.npy [--voice-model V] [--threads N]\n"
+    "      the GE2E voice embedding of the clip [start, end) (default: the whole file): one\n"
+    "      utterance embedding [1, 256] as the stream computes it (volume raised to -30 dBFS,\n"
+    "      partials every 80 mel frames, averaged); with --raw, no volume scaling and one row per\n"
+    "      160-frame partial at mel frames 0, N, 2N, ... wholly inside the clip ([partials, "
+    "256]).\n"
     "  speakerseg info   [--model M]\n"
     "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
     "\n"
@@ -63,11 +82,12 @@ const char kUsage[] =
     "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
     "\n"
     "  --model defaults to $SPEAKERCHANGE_MODEL, else the build tree's model where it exists,\n"
-    "  else the installed one:\n";
+    "  else the installed one (--voice-model likewise, from $SPEAKERCHANGE_VOICE_MODEL):\n";
 
 void usage(FILE* out) {
-  std::fprintf(out, "%s    %s\n    %s\n", kUsage, build_model_path().c_str(),
-               installed_model_path().c_str());
+  std::fprintf(out, "%s    %s\n    %s\n    %s\n    %s\n", kUsage, build_model_path().c_str(),
+               installed_model_path().c_str(), build_voice_model_path().c_str(),
+               installed_voice_model_path().c_str());
 }
 
 struct Args {
@@ -98,7 +118,8 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) throw std::invalid_argument("no command given");
   a.command = argv[1];
-  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs", "tf32", "own"};
+  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs",
+                            "tf32",    "own",  "raw",     "reidentify"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
@@ -218,6 +239,76 @@ int cmd_logits(const Args& a) {
   return 0;
 }
 
+std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
+  CpuEngineOptions options;
+  options.threads = static_cast<int>(a.number("threads", 0));
+  return make_cpu_voice_encoder(
+      VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path())), options);
+}
+
+// The samples [--start, --end) of --input, checked against the file's length.
+std::vector<float> read_clip(const Args& a) {
+  const std::string input = a.get("input");
+  std::vector<float> audio = read_mono_16k(input);
+  const double seconds = audio.size() / double(kSampleRate);
+  const double start = a.number("start", 0), end = a.number("end", seconds);
+  if (start < 0 || end > seconds + 1e-9 || !(end > start))
+    throw std::invalid_argument("--start/--end must satisfy 0 <= start < end <= " +
+                                std::to_string(seconds) + " (the length of " + input + ")");
+  const auto first = static_cast<size_t>(std::llround(start * kSampleRate));
+  const auto last = std::min(audio.size(), static_cast<size_t>(std::llround(end * kSampleRate)));
+  return std::vector<float>(audio.begin() + first, audio.begin() + last);
+}
+
+int cmd_enroll(const Args& a) {
+  const std::string name = a.get("name"), file = a.get("voiceprints");
+  if (name.empty() || file.empty() || a.get("input").empty())
+    throw std::invalid_argument("enroll needs --name, --input and --voiceprints");
+  // An existing file must be valid: enrolling into a broken one would throw its speakers away.
+  Voiceprints prints;
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0) prints = *Voiceprints::load(file);
+  const std::vector<float> clip = read_clip(a);
+  auto encoder = make_voice_encoder(a);
+  const MelSpectrogram mel;
+  const auto n = static_cast<int64_t>(clip.size());
+  const std::vector<float> e = utterance_embedding(*encoder, mel, clip.data(), n);
+  if (e.empty())
+    throw std::invalid_argument("the clip is " + std::to_string(n / double(kSampleRate)) +
+                                " s long; enrolment needs at least 1.59 s of the speaker alone");
+  prints.enroll(name, e, n / double(kSampleRate));
+  prints.save(file);
+  std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of speech) in %s: %zu speaker%s\n",
+               name.c_str(), n / double(kSampleRate), file.c_str(), prints.speakers.size(),
+               prints.speakers.size() > 1 ? "s" : "");
+  return 0;
+}
+
+int cmd_voiceprint(const Args& a) {
+  const std::string output = a.get("output");
+  if (a.get("input").empty() || output.empty())
+    throw std::invalid_argument("voiceprint needs --input and --output");
+  const int step = positive(a, "partial-step", kPartialStep);
+  if (a.flag("partial-step") && !a.flag("raw"))
+    throw std::invalid_argument("--partial-step applies to --raw only");
+  const std::vector<float> clip = read_clip(a);
+  auto encoder = make_voice_encoder(a);
+  const MelSpectrogram mel;
+  const int64_t n = static_cast<int64_t>(clip.size());
+  const std::vector<float> rows = a.flag("raw")
+                                      ? embed_partials(*encoder, mel, clip.data(), n, step)
+                                      : utterance_embedding(*encoder, mel, clip.data(), n);
+  if (rows.empty())
+    throw std::invalid_argument("the clip is " + std::to_string(n / double(kSampleRate)) +
+                                " s long; a voice embedding needs at least one partial of 1.59 s");
+  const int64_t count = static_cast<int64_t>(rows.size() / kEmbeddingDim);
+  write_npy(output, {count, kEmbeddingDim}, rows.data());
+  std::fprintf(stderr, "speakerseg: %lld embedding%s of %.2f s with %s -> %s\n",
+               static_cast<long long>(count), count > 1 ? "s" : "", n / double(kSampleRate),
+               encoder->description().c_str(), output.c_str());
+  return 0;
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -238,10 +329,28 @@ int cmd_changes(const Args& a) {
   settings.onset = a.number("onset", settings.onset);
   settings.match_threshold = a.number("match-threshold", settings.match_threshold);
   settings.switch_margin = a.number("switch-margin", settings.switch_margin);
+  IdentitySettings& id = settings.identity;
+  id.enabled = a.flag("reidentify");
+  id.match_threshold = a.number("voice-threshold", id.match_threshold);
+  id.keep_threshold = a.number("keep-threshold", id.keep_threshold);
+  id.split_threshold = a.number("split-threshold", id.split_threshold);
+  id.evidence_seconds = a.number("evidence-seconds", id.evidence_seconds);
+  id.decision_seconds = a.number("decision-seconds", id.decision_seconds);
+  id.clean_others = a.number("clean-others", id.clean_others);
+  id.max_speakers = static_cast<int>(a.number("max-speakers", 0));
+  if (!id.enabled && (a.flag("voiceprints") || a.flag("voice-model") || a.flag("max-speakers")))
+    throw std::invalid_argument(
+        "--voiceprints, --voice-model and --max-speakers need --reidentify");
   const int batch = positive(a, "batch", a.flag("offline") ? 32 : 1);
   auto engine = make_engine(a, load_model(a), batch);
+  std::unique_ptr<VoiceEncoder> voice;
+  std::shared_ptr<const Voiceprints> enrolled;
+  if (id.enabled) {
+    voice = make_voice_encoder(a);
+    if (a.flag("voiceprints")) enrolled = Voiceprints::load(a.get("voiceprints"));
+  }
   const std::vector<float> audio = read_mono_16k(input);
-  SpeakerChangeDetector detector(*engine, settings, batch);
+  SpeakerChangeDetector detector(*engine, settings, batch, voice.get(), enrolled);
   std::vector<SpeakerChange> changes;
   // Fed in 20 ms buffers, as a live source would.
   const size_t chunk = kSampleRate / 50;
@@ -258,8 +367,23 @@ int cmd_changes(const Args& a) {
                 json_string(c.previous).c_str());
     for (size_t i = 0; i < c.active.size(); ++i)
       std::printf("%s%s", i ? ", " : "", json_string(c.active[i]).c_str());
-    std::printf("], \"confidence\": %.3f, \"delay\": %.3f}\n", c.confidence,
+    std::printf("], \"confidence\": %.3f, \"delay\": %.3f", c.confidence,
                 (c.announced_sample - c.sample) / double(kSampleRate));
+    if (id.enabled) std::printf(", \"voice\": %.3f", c.voice_score);
+    std::printf("}\n");
+  }
+  if (const SpeakerIdentifier* identifier = detector.timeline().identifier()) {
+    const IdentityStats& s = identifier->stats();
+    std::fprintf(
+        stderr,
+        "speakerseg: identity: %llu labels decided (%llu by a known voice, %llu "
+        "provisional), %llu merged later, %llu split; %.1f s of audio embedded (%.0f%% of "
+        "%.1f s)\n",
+        static_cast<unsigned long long>(s.decisions), static_cast<unsigned long long>(s.recognised),
+        static_cast<unsigned long long>(s.provisional), static_cast<unsigned long long>(s.merged),
+        static_cast<unsigned long long>(s.splits), s.embedded_seconds,
+        100 * s.embedded_seconds / (audio.size() / double(kSampleRate)),
+        audio.size() / double(kSampleRate));
   }
   if (a.flag("rttm")) {
     FILE* f = std::fopen(a.get("rttm").c_str(), "w");
@@ -465,6 +589,8 @@ int main(int argc, char** argv) {
     if (a.command == "changes") return cmd_changes(a);
     if (a.command == "info") return cmd_info(a);
     if (a.command == "live") return cmd_live(a);
+    if (a.command == "voiceprint") return cmd_voiceprint(a);
+    if (a.command == "enroll") return cmd_enroll(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       usage(stdout);
       return 0;

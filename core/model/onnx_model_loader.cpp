@@ -12,142 +12,14 @@
 #include <set>
 #include <sstream>
 
+#include "model/onnx_graph.h"
 #include "model/segmentation_model.h"
 #include "model/sinc_filters.h"
 
 namespace speakerseg {
 namespace {
 
-using Dims = std::vector<int64_t>;
-
-std::string dims_str(const Dims& d) {
-  std::ostringstream s;
-  s << '[';
-  for (size_t i = 0; i < d.size(); ++i) s << (i ? ", " : "") << d[i];
-  s << ']';
-  return s.str();
-}
-
-struct Tensor {
-  Dims dims;
-  std::vector<float> data;
-};
-
-class GraphIndex {
- public:
-  GraphIndex(const std::string& path, const onnx::GraphProto& graph) : path_(path) { add(graph); }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ModelError("model file '" + path_ + "': " + what +
-                     ". Expected pyannote segmentation-3.0 exported to ONNX; run scripts/setup.sh "
-                     "to fetch the right file, or pass its path with --model / model=");
-  }
-
-  // Nodes in topological order (ONNX guarantees it within a graph); If branches are inlined after
-  // the If node, since the SincNet convolution of some exports lives in one.
-  const std::vector<const onnx::NodeProto*>& nodes() const { return nodes_; }
-
-  bool is_initializer(const std::string& name) const { return init_.count(name) != 0; }
-
-  const onnx::TensorProto* initializer(const std::string& name) const {
-    auto it = init_.find(name);
-    return it == init_.end() ? nullptr : it->second;
-  }
-
-  Dims dims_of(const std::string& name) const {
-    const auto* t = initializer(name);
-    if (!t) return {};
-    return Dims(t->dims().begin(), t->dims().end());
-  }
-
-  Tensor tensor(const std::string& name, const Dims& expected, const char* role) const {
-    const onnx::TensorProto* t = initializer(name);
-    if (!t) fail(std::string(role) + " is not a constant tensor");
-    Tensor out{Dims(t->dims().begin(), t->dims().end()), {}};
-    if (out.dims != expected)
-      fail(std::string(role) + " has shape " + dims_str(out.dims) + ", expected " +
-           dims_str(expected));
-    if (t->data_type() != onnx::TensorProto::FLOAT)
-      fail(std::string(role) + " is not float32 (ONNX data type " + std::to_string(t->data_type()) +
-           ")");
-    if (t->data_location() == onnx::TensorProto::EXTERNAL)
-      fail(std::string(role) + " is stored as external data, which is not supported");
-    size_t count = 1;
-    for (int64_t d : out.dims) count *= static_cast<size_t>(d);
-    out.data.resize(count);
-    if (!t->raw_data().empty()) {
-      if (t->raw_data().size() != count * sizeof(float))
-        fail(std::string(role) + " holds " + std::to_string(t->raw_data().size()) +
-             " bytes, expected " + std::to_string(count * sizeof(float)));
-      std::memcpy(out.data.data(), t->raw_data().data(), count * sizeof(float));
-    } else if (static_cast<size_t>(t->float_data_size()) == count) {
-      std::copy(t->float_data().begin(), t->float_data().end(), out.data.begin());
-    } else {
-      fail(std::string(role) + " has no data");
-    }
-    for (float v : out.data)
-      if (!std::isfinite(v)) fail(std::string(role) + " contains NaN or infinite values");
-    return out;
-  }
-
-  std::vector<const onnx::NodeProto*> consumers(const std::string& tensor) const {
-    std::vector<const onnx::NodeProto*> out;
-    for (const auto* n : nodes_)
-      for (const auto& in : n->input())
-        if (in == tensor) {
-          out.push_back(n);
-          break;
-        }
-    return out;
-  }
-
-  // The nodes downstream of `tensor`.
-  std::set<const onnx::NodeProto*> reachable_from(const std::string& tensor) const {
-    std::set<const onnx::NodeProto*> seen;
-    std::vector<std::string> frontier{tensor};
-    while (!frontier.empty()) {
-      std::string t = frontier.back();
-      frontier.pop_back();
-      for (const auto* n : consumers(t))
-        if (seen.insert(n).second)
-          for (const auto& o : n->output()) frontier.push_back(o);
-    }
-    return seen;
-  }
-
- private:
-  void add(const onnx::GraphProto& g) {
-    for (const auto& t : g.initializer()) init_.emplace(t.name(), &t);
-    for (const auto& n : g.node()) {
-      nodes_.push_back(&n);
-      // Constant nodes are initializers in all but name.
-      if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (const auto& a : n.attribute())
-          if (a.name() == "value" && a.has_t()) init_.emplace(n.output(0), &a.t());
-      for (const auto& a : n.attribute())
-        if (a.has_g()) add(a.g());
-    }
-  }
-
-  std::string path_;
-  std::vector<const onnx::NodeProto*> nodes_;
-  std::map<std::string, const onnx::TensorProto*> init_;
-};
-
-const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-std::vector<int64_t> ints_attribute(const onnx::NodeProto& n, const char* name) {
-  const auto* a = attribute(n, name);
-  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
-}
-
-std::string node_label(const onnx::NodeProto& n) {
-  return n.op_type() + (n.name().empty() ? "" : " '" + n.name() + "'");
-}
+using namespace onnx_graph;
 
 // SincNet's band-pass filters are symmetric (the 40 cosine ones) and antisymmetric (the 40 sine
 // ones) about their centre tap; both engines add or subtract each pair of taps before multiplying.
@@ -233,21 +105,12 @@ size_t SegmentationModel::parameter_count() const {
 }
 
 std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw ModelError("model file '" + path + "' cannot be opened (" + std::strerror(errno) +
-                     "). Run scripts/setup.sh to fetch segmentation-3.0.onnx, or pass its path "
-                     "with --model / model=");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  onnx::ModelProto proto;
-  if (bytes.empty() || !proto.ParseFromString(bytes) || !proto.has_graph() ||
-      proto.graph().node_size() == 0)
-    throw ModelError("model file '" + path + "' is not a readable ONNX model (" +
-                     std::to_string(bytes.size()) +
-                     " bytes; truncated, corrupt or another kind of file). Run scripts/setup.sh "
-                     "to fetch segmentation-3.0.onnx again");
-
-  GraphIndex g(path, proto.graph());
+  const std::string hint =
+      "Run scripts/setup.sh to fetch segmentation-3.0.onnx, or pass its path with --model / model=";
+  const onnx::ModelProto proto = onnx_graph::read_model(path, hint);
+  GraphIndex g(path, proto.graph(),
+               "Expected pyannote segmentation-3.0 exported to ONNX; run scripts/setup.sh to "
+               "fetch the right file, or pass its path with --model / model=");
   auto m = std::make_shared<SegmentationModel>();
   m->source = path;
 

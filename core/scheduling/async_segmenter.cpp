@@ -17,10 +17,11 @@ SharedChannelOptions channel_options(const AsyncSegmenterOptions& o) {
 
 std::unique_ptr<SharedSegmenterChannel> make_async_segmenter(
     std::unique_ptr<SegmentationEngine> engine, const StreamSettings& settings,
-    const AsyncSegmenterOptions& options) {
+    const AsyncSegmenterOptions& options, std::unique_ptr<VoiceEncoder> voice,
+    std::shared_ptr<const Voiceprints> enrolled) {
   return std::make_unique<SharedSegmenterChannel>(
-      std::make_shared<SharedScheduler>(std::move(engine), options.batch_size), settings,
-      channel_options(options));
+      std::make_shared<SharedScheduler>(std::move(engine), options.batch_size, std::move(voice)),
+      settings, channel_options(options), std::move(enrolled));
 }
 
 }  // namespace speakerseg

@@ -26,8 +26,11 @@ struct AsyncSegmenterOptions {
 
 // The channel holds the only reference to its scheduler, so destroying it stops and joins the
 // worker. The result is used like any WindowSegmenter; it never waits for other streams' windows.
+// `voice` (the voice encoder) and `enrolled` (people to know by name): for
+// settings.identity.enabled.
 std::unique_ptr<SharedSegmenterChannel> make_async_segmenter(
     std::unique_ptr<SegmentationEngine> engine, const StreamSettings& settings,
-    const AsyncSegmenterOptions& options);
+    const AsyncSegmenterOptions& options, std::unique_ptr<VoiceEncoder> voice = nullptr,
+    std::shared_ptr<const Voiceprints> enrolled = nullptr);
 
 }  // namespace speakerseg

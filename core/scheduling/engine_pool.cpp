@@ -11,7 +11,8 @@ EnginePool& EnginePool::instance() {
 }
 
 std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch_size,
-                                                 const Factory& make) {
+                                                 const Factory& make,
+                                                 const VoiceFactory& make_voice) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Entries of released schedulers would otherwise pile up with every new key.
   for (auto it = schedulers_.begin(); it != schedulers_.end();)
@@ -21,7 +22,8 @@ std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch
     if (auto alive = found->second.lock()) return alive;
   auto engine = make();
   if (!engine) throw EngineError("EnginePool: the engine factory gave no engine");
-  auto scheduler = std::make_shared<SharedScheduler>(std::move(engine), batch_size);
+  auto scheduler = std::make_shared<SharedScheduler>(std::move(engine), batch_size,
+                                                     make_voice ? make_voice() : nullptr);
   schedulers_[key] = scheduler;
   return scheduler;
 }

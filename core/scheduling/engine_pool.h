@@ -29,6 +29,7 @@ struct EngineKey {
 class EnginePool {
  public:
   using Factory = std::function<std::unique_ptr<SegmentationEngine>()>;
+  using VoiceFactory = std::function<std::unique_ptr<VoiceEncoder>()>;
 
   // The pool every element of the process uses; tests may make their own.
   static EnginePool& instance();
@@ -36,8 +37,10 @@ class EnginePool {
   // The scheduler for `key`, made with `make()` and `batch_size` if nobody holds one: later
   // callers share the first caller's engine and batch size. `make` runs under the pool's lock, so
   // two elements starting together load the model once; an exception from it leaves the pool as
-  // it was.
-  std::shared_ptr<SharedScheduler> get(const EngineKey& key, int batch_size, const Factory& make);
+  // it was. `make_voice`, when given, makes the scheduler's voice encoder the same way (the key
+  // must then say which voice model).
+  std::shared_ptr<SharedScheduler> get(const EngineKey& key, int batch_size, const Factory& make,
+                                       const VoiceFactory& make_voice = nullptr);
 
   // Schedulers alive now.
   size_t size() const;

@@ -15,8 +15,9 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
-SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size)
-    : engine_(std::move(engine)), batch_size_(std::max(1, batch_size)) {
+SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
+                                 std::unique_ptr<VoiceEncoder> voice)
+    : engine_(std::move(engine)), batch_size_(std::max(1, batch_size)), voice_(std::move(voice)) {
   worker_ = std::thread([this] { loop(); });
 }
 
@@ -124,13 +125,15 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   std::vector<std::vector<SpeakerChange>> changes(members.size());
   std::vector<std::string> stitch_failure(members.size());
   if (failure.empty()) {
+    std::lock_guard<std::mutex> voice_lock(voice_mutex_);
     for (size_t m = 0; m < members.size(); ++m) {
       Channel& c = *members[m].first;
       try {
         for (int i = 0; i < n; ++i)
           if (batch[i].channel == members[m].first)
             c.timeline.add_window(batch[i].job.start, batch[i].job.end,
-                                  &logprobs_[static_cast<size_t>(i) * frames * kClasses], frames);
+                                  &logprobs_[static_cast<size_t>(i) * frames * kClasses], frames,
+                                  batch[i].job.samples.data(), voice_.get());
         changes[m] = c.timeline.take_changes();
       } catch (const std::exception& e) {
         stitch_failure[m] = e.what();
@@ -196,9 +199,13 @@ size_t SharedScheduler::queue_depth() const {
 
 SharedSegmenterChannel::SharedSegmenterChannel(std::shared_ptr<SharedScheduler> scheduler,
                                                const StreamSettings& settings,
-                                               const SharedChannelOptions& options)
+                                               const SharedChannelOptions& options,
+                                               std::shared_ptr<const Voiceprints> enrolled)
     : scheduler_(std::move(scheduler)),
-      channel_(std::make_shared<SharedScheduler::Channel>(settings)) {
+      channel_(std::make_shared<SharedScheduler::Channel>(settings, std::move(enrolled))) {
+  if (settings.identity.enabled && !scheduler_->voice_)
+    throw std::invalid_argument(
+        "identity by voice needs a voice encoder: the engine was made without the voice model");
   channel_->max_queue = std::max(1, options.max_queue);
   channel_->drop_when_late = options.drop_when_late;
   // Capped at a day so that the conversion and `submitted + max_wait` cannot overflow.
@@ -272,7 +279,10 @@ void SharedSegmenterChannel::finish(int64_t end) {
   // Nothing of this channel is queued or running, and the worker takes no new window while we
   // hold the lock: the timeline is ours.
   auto& c = *channel_;
-  c.timeline.finish(end);
+  {
+    std::lock_guard<std::mutex> voice_lock(scheduler_->voice_mutex_);
+    c.timeline.finish(end, scheduler_->voice_.get());
+  }
   for (auto& change : c.timeline.take_changes()) c.ready.push_back(std::move(change));
 }
 

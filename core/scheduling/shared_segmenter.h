@@ -36,7 +36,10 @@ namespace speakerseg {
 
 class SharedScheduler {
  public:
-  SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size);
+  // `voice`: the voice encoder for channels with identity by voice (none: such channels are
+  // refused); it runs on the worker, and on a host finishing its channel, never on both at once.
+  SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
+                  std::unique_ptr<VoiceEncoder> voice = nullptr);
   ~SharedScheduler();
   SharedScheduler(const SharedScheduler&) = delete;
   SharedScheduler& operator=(const SharedScheduler&) = delete;
@@ -66,7 +69,8 @@ class SharedScheduler {
   // timeline belongs to the worker while `in_flight` > 0 and to the host (under mutex_) otherwise;
   // hosts wait for in_flight == 0 before they touch it.
   struct Channel {
-    explicit Channel(const StreamSettings& settings) : timeline(settings) {}
+    Channel(const StreamSettings& settings, std::shared_ptr<const Voiceprints> enrolled)
+        : timeline(settings, std::move(enrolled)) {}
     SpeakerTimeline timeline;
     std::condition_variable wake_host;
     std::deque<Pending> queue;
@@ -91,6 +95,8 @@ class SharedScheduler {
 
   std::unique_ptr<SegmentationEngine> engine_;
   const int batch_size_;
+  std::unique_ptr<VoiceEncoder> voice_;
+  std::mutex voice_mutex_;  // held while a timeline runs voice_ (stitching, finish)
 
   mutable std::mutex mutex_;
   std::condition_variable wake_worker_;
@@ -111,8 +117,11 @@ struct SharedChannelOptions {
 
 class SharedSegmenterChannel final : public WindowSegmenter {
  public:
+  // With settings.identity.enabled (the scheduler then needs a voice encoder), `enrolled` are the
+  // people to announce by name (may be null).
   SharedSegmenterChannel(std::shared_ptr<SharedScheduler> scheduler, const StreamSettings& settings,
-                         const SharedChannelOptions& options);
+                         const SharedChannelOptions& options,
+                         std::shared_ptr<const Voiceprints> enrolled = nullptr);
   // Waits for at most the batch in flight, never for other channels' queued windows.
   ~SharedSegmenterChannel() override;
   SharedSegmenterChannel(const SharedSegmenterChannel&) = delete;

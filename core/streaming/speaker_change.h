@@ -15,6 +15,10 @@ struct SpeakerChange {
   std::vector<std::string> active;  // everyone active at `sample`
   double confidence = 0;         // mean activity of the new state over the frames that confirmed it
   int64_t announced_sample = 0;  // newest audio when the change became final
+  int speaker_id = -1;           // the turn tracker's id of `speaker` (-1: nobody)
+  // With identity by voice: the cosine of the new speaker's voice with the known voiceprint it
+  // was matched to (0: a voice heard first here, not yet heard clean, or nobody).
+  double voice_score = 0;
 };
 
 }  // namespace speakerseg

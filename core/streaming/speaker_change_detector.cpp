@@ -14,8 +14,10 @@ int step_samples(const StreamSettings& s) {
   return static_cast<int>(step);
 }
 
-SegmentationRunner::SegmentationRunner(SegmentationEngine& engine, const StreamSettings& settings)
-    : engine_(engine), timeline_(settings) {}
+SegmentationRunner::SegmentationRunner(SegmentationEngine& engine, const StreamSettings& settings,
+                                       VoiceEncoder* voice,
+                                       std::shared_ptr<const Voiceprints> enrolled)
+    : engine_(engine), voice_(voice), timeline_(settings, std::move(enrolled)) {}
 
 void SegmentationRunner::run(const std::vector<WindowJob>& jobs) {
   if (jobs.empty()) return;
@@ -30,13 +32,16 @@ void SegmentationRunner::run(const std::vector<WindowJob>& jobs) {
   }
   engine_.forward(audio_.data(), static_cast<int>(jobs.size()), samples, logprobs_.data());
   for (size_t i = 0; i < jobs.size(); ++i)
-    timeline_.add_window(jobs[i].start, jobs[i].end, &logprobs_[i * frames * kClasses], frames);
+    timeline_.add_window(jobs[i].start, jobs[i].end, &logprobs_[i * frames * kClasses], frames,
+                         jobs[i].samples.data(), voice_);
 }
 
 SpeakerChangeDetector::SpeakerChangeDetector(SegmentationEngine& engine,
-                                             const StreamSettings& settings, int batch_size)
+                                             const StreamSettings& settings, int batch_size,
+                                             VoiceEncoder* voice,
+                                             std::shared_ptr<const Voiceprints> enrolled)
     : windows_(kWindowSamples, step_samples(settings)),
-      runner_(engine, settings),
+      runner_(engine, settings, voice, std::move(enrolled)),
       batch_size_(std::max(1, batch_size)) {}
 
 void SpeakerChangeDetector::queue(int64_t start, const float* samples) {

@@ -28,11 +28,15 @@ struct WindowJob {
 
 class SegmentationRunner {
  public:
-  SegmentationRunner(SegmentationEngine& engine, const StreamSettings& settings);
+  // With settings.identity.enabled, `voice` names the speakers (from `enrolled`, if given).
+  SegmentationRunner(SegmentationEngine& engine, const StreamSettings& settings,
+                     VoiceEncoder* voice = nullptr,
+                     std::shared_ptr<const Voiceprints> enrolled = nullptr);
 
   // Runs `jobs` (all of one length) as one batch and stitches their results in order.
   void run(const std::vector<WindowJob>& jobs);
-  void finish(int64_t end) { timeline_.finish(end); }
+  void finish(int64_t end) { timeline_.finish(end, voice_); }
+  const SpeakerTimeline& timeline() const { return timeline_; }
   std::vector<SpeakerChange> take_changes() { return timeline_.take_changes(); }
   const std::vector<std::string>& speakers() const { return timeline_.speakers(); }
   size_t held_frames() const { return timeline_.held_frames(); }
@@ -40,6 +44,7 @@ class SegmentationRunner {
 
  private:
   SegmentationEngine& engine_;
+  VoiceEncoder* voice_;
   SpeakerTimeline timeline_;
   std::vector<float> audio_, logprobs_;
 };
@@ -47,7 +52,8 @@ class SegmentationRunner {
 class SpeakerChangeDetector {
  public:
   SpeakerChangeDetector(SegmentationEngine& engine, const StreamSettings& settings,
-                        int batch_size = 1);
+                        int batch_size = 1, VoiceEncoder* voice = nullptr,
+                        std::shared_ptr<const Voiceprints> enrolled = nullptr);
 
   void push(const float* samples, size_t n);  // null samples: n samples of silence
   void finish();                              // end of stream: run what is left, finalise all
@@ -55,6 +61,7 @@ class SpeakerChangeDetector {
   const std::vector<std::string>& speakers() const { return runner_.speakers(); }
   size_t held_frames() const { return runner_.held_frames(); }
   int64_t samples_pushed() const { return windows_.total(); }
+  const SpeakerTimeline& timeline() const { return runner_.timeline(); }
   void reset();
 
  private:

@@ -148,18 +148,26 @@ void SpeakerStitcher::add_window(int64_t start_sample, const float* activity, in
   }
 }
 
+FrameActivity SpeakerStitcher::frame_activity(int64_t k) const {
+  const Frame& f = frames_[static_cast<size_t>(k - first_frame_)];
+  FrameActivity fa;
+  fa.frame = k;
+  fa.activity.reserve(f.sum.size());
+  for (const auto& [g, sum] : f.sum)
+    fa.activity.emplace_back(g, f.weight > 0 ? sum / f.weight : 0.f);
+  return fa;
+}
+
 void SpeakerStitcher::finalize_before(int64_t end_frame, std::vector<FrameActivity>& out) {
   end_frame = std::min(end_frame, covered_end());
-  for (int64_t k = std::max(finalized_end_, first_frame_); k < end_frame; ++k) {
-    const Frame& f = frames_[static_cast<size_t>(k - first_frame_)];
-    FrameActivity fa;
-    fa.frame = k;
-    fa.activity.reserve(f.sum.size());
-    for (const auto& [g, sum] : f.sum)
-      fa.activity.emplace_back(g, f.weight > 0 ? sum / f.weight : 0.f);
-    out.push_back(std::move(fa));
-  }
+  for (int64_t k = std::max(finalized_end_, first_frame_); k < end_frame; ++k)
+    out.push_back(frame_activity(k));
   finalized_end_ = std::max(finalized_end_, end_frame);
+}
+
+void SpeakerStitcher::peek_from(int64_t from, std::vector<FrameActivity>& out) const {
+  for (int64_t k = std::max(from, first_frame_); k < covered_end(); ++k)
+    out.push_back(frame_activity(k));
 }
 
 }  // namespace speakerseg

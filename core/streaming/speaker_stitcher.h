@@ -42,6 +42,9 @@ class SpeakerStitcher {
 
   // Appends, in order, the frames below `end_frame` not yet returned.
   void finalize_before(int64_t end_frame, std::vector<FrameActivity>& out);
+  // Appends the frames from `from` to covered_end() as they stand now, final or not (what the
+  // voice decisions read ahead of the final horizon).
+  void peek_from(int64_t from, std::vector<FrameActivity>& out) const;
   // One past the last frame any window covered.
   int64_t covered_end() const { return first_frame_ + static_cast<int64_t>(frames_.size()); }
 
@@ -61,6 +64,7 @@ class SpeakerStitcher {
     float& at(int speaker);  // the entry, made (0) where missing
   };
   std::vector<int> match(int64_t k0, const float* activity, int frames) const;
+  FrameActivity frame_activity(int64_t k) const;  // frame k's mean activities
 
   double match_threshold_, onset_;
   std::vector<std::string> labels_;

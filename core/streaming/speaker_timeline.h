@@ -4,8 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "engines/voice_encoder.h"
+#include "identity/speaker_identifier.h"
+#include "identity/voiceprints.h"
 #include "streaming/speaker_change.h"
 #include "streaming/speaker_stitcher.h"
 #include "streaming/stream_settings.h"
@@ -15,25 +19,35 @@ namespace speakerseg {
 
 class SpeakerTimeline {
  public:
-  explicit SpeakerTimeline(const StreamSettings& settings);
+  // With settings.identity.enabled, speakers are named by voice (core/identity), from `enrolled`
+  // where given; every call then needs the window's audio and a voice encoder.
+  explicit SpeakerTimeline(const StreamSettings& settings,
+                           std::shared_ptr<const Voiceprints> enrolled = nullptr);
 
   // Log-probabilities [frames][7] of the window whose first sample is at `start`; `end` is the
-  // stream position just past its last sample (the newest audio it saw).
-  void add_window(int64_t start, int64_t end, const float* logprobs, int frames);
+  // stream position just past its last sample (the newest audio it saw). `audio`: the window's
+  // end - start samples; `voice`: the encoder, used on this thread during the call.
+  void add_window(int64_t start, int64_t end, const float* logprobs, int frames,
+                  const float* audio = nullptr, VoiceEncoder* voice = nullptr);
   // End of stream (or of a stretch of it, before a reset): every covered frame becomes final.
-  void finish(int64_t end);
+  void finish(int64_t end, VoiceEncoder* voice = nullptr);
 
   std::vector<SpeakerChange> take_changes();
-  const std::vector<std::string>& speakers() const { return stitcher_.labels(); }
+  // Every speaker name given so far (stitcher labels, or voices with identity by voice).
+  const std::vector<std::string>& speakers() const {
+    return identifier_ ? identifier_->names() : stitcher_.labels();
+  }
+  const SpeakerIdentifier* identifier() const { return identifier_.get(); }
   size_t held_frames() const { return stitcher_.held_frames(); }
   void reset();
 
  private:
-  void finalize(int64_t end_frame, int64_t announced_sample);
+  void finalize(int64_t end_frame, int64_t announced_sample, VoiceEncoder* voice);
 
   StreamSettings settings_;
   SpeakerStitcher stitcher_;
   TurnTracker tracker_;
+  std::unique_ptr<SpeakerIdentifier> identifier_;  // with identity by voice
   std::vector<float> activity_;
   std::vector<FrameActivity> final_;
   std::vector<SpeakerChange> changes_;

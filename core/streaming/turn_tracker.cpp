@@ -71,6 +71,7 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
   c.active = pending_active_;
   c.confidence = pending_confidence_ / pending_frames_;
   c.announced_sample = announced_sample;
+  c.speaker_id = raw;
   out.push_back(std::move(c));
   current_ = raw;
   pending_ = kNone;

@@ -24,6 +24,12 @@ class TurnTracker {
   void reset();
 
   int current() const { return current_; }
+  // `from` is `to` from now on (a provisional voice found to be a known one): the current or
+  // pending speaker keeps its turn under the new id, without a change.
+  void rename(int from, int to) {
+    if (current_ == from) current_ = to;
+    if (pending_ == from) pending_ = to;
+  }
 
  private:
   static constexpr int kNone = -2;  // no pending state; -1 is "nobody"

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_voice_encoder.h"
 #include "gstspeakerchange-private.h"
+#include "identity/voiceprints.h"
 #include "model/segmentation_model.h"
+#include "model/voice_model.h"
 #include "scheduling/engine_pool.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_engine.h"
@@ -153,6 +156,50 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so it
   // plans for the full batch like throughput mode.
   const int engine_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
+
+  // Identity by voice: the voice model and the voiceprints are read now, so that a bad file fails
+  // READY to PAUSED instead of the stream.
+  if (!p.reidentify && (!p.voiceprints.empty() || p.max_speakers > 0)) {
+    GST_ELEMENT_ERROR(
+        self, RESOURCE, SETTINGS,
+        ("%s is set but reidentify is false",
+         p.voiceprints.empty() ? "max-speakers" : "voiceprints"),
+        ("set reidentify=true (it needs the voice model: scripts/setup.sh makes it)"));
+    return false;
+  }
+  std::shared_ptr<const speakerseg::VoiceModel> voice_model;
+  if (p.reidentify) {
+    try {
+      voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model);
+      if (!p.voiceprints.empty()) s->enrolled = speakerseg::Voiceprints::load(p.voiceprints);
+    } catch (const speakerseg::VoiceprintsError& e) {
+      if (g_file_test(p.voiceprints.c_str(), G_FILE_TEST_EXISTS))
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()),
+                          ("voiceprints property: '%s'", p.voiceprints.c_str()));
+      else
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()),
+                          ("voiceprints property: '%s'", p.voiceprints.c_str()));
+      return false;
+    } catch (const std::exception& e) {
+      constexpr const char* kHow =
+          "reidentify=true needs the GE2E voice model: run scripts/setup.sh (it makes "
+          "models/voice-encoder-ge2e.onnx from the resemblyzer 0.1.4 wheel), set voice-model to "
+          "its path, or set reidentify=false; voice-model: '%s'";
+      if (g_file_test(p.voice_model.c_str(), G_FILE_TEST_EXISTS))
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()),
+                          (kHow, p.voice_model.c_str()));
+      else
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", e.what()),
+                          (kHow, p.voice_model.c_str()));
+      return false;
+    }
+  }
+  // The voice encoder runs on the CPU whatever the segmentation engine (no CUDA one yet).
+  auto make_voice = [&]() -> std::unique_ptr<speakerseg::VoiceEncoder> {
+    speakerseg::CpuEngineOptions options;
+    options.threads = p.threads;
+    return speakerseg::make_cpu_voice_encoder(voice_model, options);
+  };
   Reports reports;
   if (p.shared_engine) {
     speakerseg::EngineKey key;
@@ -162,13 +209,17 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     key.options = "threads=" + std::to_string(p.threads) + ";lstm-algorithm=" +
                   enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
                   ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
-                  ";batch-size=" + std::to_string(engine_batch);
+                  ";batch-size=" + std::to_string(engine_batch) +
+                  (p.reidentify ? ";voice-model=" + p.voice_model : "");
     try {
-      s->scheduler = speakerseg::EnginePool::instance().get(key, engine_batch, [&] {
-        auto engine = create_engine(self, p, use_cuda, engine_batch, true, reports);
-        if (!engine) throw EngineNotCreated();  // `reports` says why
-        return engine;
-      });
+      s->scheduler = speakerseg::EnginePool::instance().get(
+          key, engine_batch,
+          [&] {
+            auto engine = create_engine(self, p, use_cuda, engine_batch, true, reports);
+            if (!engine) throw EngineNotCreated();  // `reports` says why
+            return engine;
+          },
+          p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr);
     } catch (const EngineNotCreated&) {
     } catch (const std::exception& e) {
       const std::string what = e.what();
@@ -188,6 +239,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     s->engine = create_engine(self, p, use_cuda, engine_batch, false, reports);
     for (const auto& report : reports) report();
     if (!s->engine) return false;
+    if (p.reidentify) s->voice = make_voice();
     GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
   }
   return true;

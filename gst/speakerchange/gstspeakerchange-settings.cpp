@@ -27,6 +27,11 @@ enum {
   PROP_SHARED_ENGINE,
   PROP_MAX_BATCH_WAIT,
   PROP_STATS_INTERVAL,
+  PROP_REIDENTIFY,
+  PROP_VOICE_MODEL,
+  PROP_VOICEPRINTS,
+  PROP_MAX_SPEAKERS,
+  PROP_VOICE_THRESHOLD,
 };
 
 constexpr GParamFlags kReadyFlags =
@@ -35,6 +40,10 @@ constexpr GParamFlags kPlayingFlags = static_cast<GParamFlags>(
     G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
 
 }  // namespace
+
+bool default_reidentify() {
+  return g_file_test(speakerseg::default_voice_model_path().c_str(), G_FILE_TEST_IS_REGULAR);
+}
 
 const char* enum_nick(GType type, int value) {
   auto* klass = static_cast<GEnumClass*>(g_type_class_ref(type));
@@ -259,6 +268,76 @@ void install_properties(GObjectClass* gobject_class) {
                           "Seconds of stream time between 'speaker-change-stats' messages (0 = "
                           "none)",
                           0.0, 3600.0, 0.0, kReadyFlags));
+  /**
+   * GstSpeakerChange:reidentify:
+   *
+   * Name speakers by voice, all stream long: each speaker's clean speech (where they alone are
+   * active) is embedded with the GE2E voice encoder (#GstSpeakerChange:voice-model), so that a
+   * speaker who comes back after others or after silence gets their label back, two voices
+   * heard in one window are never given one label, a label that two people came to share is
+   * split, and the people in #GstSpeakerChange:voiceprints are announced by name. On by default
+   * where the voice model is installed; %TRUE without it fails the READY to PAUSED transition
+   * with an error that says how to get it. See docs/identity.md for what it costs and gains.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_REIDENTIFY,
+      g_param_spec_boolean("reidentify", "Re-identify",
+                           "Name speakers by voice all stream long (default: on where the voice "
+                           "model is installed)",
+                           default_reidentify(), kReadyFlags));
+  /**
+   * GstSpeakerChange:voice-model:
+   *
+   * Path of the GE2E voice encoder (voice-encoder-ge2e.onnx, made by scripts/setup.sh from the
+   * resemblyzer 0.1.4 wheel). Defaults to the SPEAKERCHANGE_VOICE_MODEL environment variable
+   * when set, else the build tree's copy where it exists, else the installed one.
+   */
+  static const std::string voice_blurb =
+      std::string("Path of the GE2E voice encoder ONNX file (default: $") +
+      speakerseg::kVoiceModelEnvironmentVariable + ", else " +
+      speakerseg::build_voice_model_path() + " where it exists, else " +
+      speakerseg::installed_voice_model_path() + ")";
+  g_object_class_install_property(
+      gobject_class, PROP_VOICE_MODEL,
+      g_param_spec_string("voice-model", "Voice model", voice_blurb.c_str(),
+                          speakerseg::default_voice_model_path().c_str(), kReadyFlags));
+  /**
+   * GstSpeakerChange:voiceprints:
+   *
+   * Path of a voiceprints file (JSON, made with `speakerseg enroll`): the people to announce by
+   * name when their voice is recognised. Empty: nobody is known in advance. Read on READY to
+   * PAUSED; a missing or malformed file, or one made with another encoder, fails the transition.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_VOICEPRINTS,
+      g_param_spec_string("voiceprints", "Voiceprints",
+                          "Voiceprints file of the people to announce by name (speakerseg enroll; "
+                          "needs reidentify)",
+                          "", kReadyFlags));
+  /**
+   * GstSpeakerChange:max-speakers:
+   *
+   * Most different people a stream is told apart into (enrolled ones included); beyond it, a new
+   * voice is given the nearest known one. 0: no limit (a stream remembers at most 1000 voices,
+   * forgetting the least recently heard; enrolled ones are never forgotten).
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_SPEAKERS,
+      g_param_spec_int("max-speakers", "Maximum speakers",
+                       "Most people a stream is told apart into (0 = no limit; needs reidentify)",
+                       0, 1000, 0, kReadyFlags));
+  /**
+   * GstSpeakerChange:voice-threshold:
+   *
+   * Cosine similarity of GE2E voice embeddings at or above which a voice is taken for a known
+   * person (tuned on the train recordings, docs/identity.md). Higher: fewer people merged, more
+   * returning speakers given a new label.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_VOICE_THRESHOLD,
+      g_param_spec_double("voice-threshold", "Voice threshold",
+                          "Cosine similarity at which a voice is taken for a known person", 0.0,
+                          1.0, kCoreDefaults.identity.match_threshold, kReadyFlags));
 
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_ENGINE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_MODE, static_cast<GstPluginAPIFlags>(0));
@@ -324,6 +403,25 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_STATS_INTERVAL:
       p.stats_interval = g_value_get_double(value);
       break;
+    case PROP_REIDENTIFY:
+      p.reidentify = g_value_get_boolean(value);
+      break;
+    case PROP_VOICE_MODEL: {
+      const char* v = g_value_get_string(value);
+      p.voice_model = v ? v : "";
+      break;
+    }
+    case PROP_VOICEPRINTS: {
+      const char* v = g_value_get_string(value);
+      p.voiceprints = v ? v : "";
+      break;
+    }
+    case PROP_MAX_SPEAKERS:
+      p.max_speakers = g_value_get_int(value);
+      break;
+    case PROP_VOICE_THRESHOLD:
+      p.voice_threshold = g_value_get_double(value);
+      break;
     default:
       return false;
   }
@@ -385,6 +483,21 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_double(value, p.stats_interval);
+      break;
+    case PROP_REIDENTIFY:
+      g_value_set_boolean(value, p.reidentify);
+      break;
+    case PROP_VOICE_MODEL:
+      g_value_set_string(value, p.voice_model.c_str());
+      break;
+    case PROP_VOICEPRINTS:
+      g_value_set_string(value, p.voiceprints.c_str());
+      break;
+    case PROP_MAX_SPEAKERS:
+      g_value_set_int(value, p.max_speakers);
+      break;
+    case PROP_VOICE_THRESHOLD:
+      g_value_set_double(value, p.voice_threshold);
       break;
     default:
       return false;

@@ -51,7 +51,15 @@ struct Settings {
   bool shared_engine = true;
   double max_batch_wait = kDefaultMaxBatchWait;
   double stats_interval = 0;
+  bool reidentify = false;  // the element's init sets the default: on where the voice model is
+  std::string voice_model;
+  std::string voiceprints;
+  int max_speakers = 0;
+  double voice_threshold = kCoreDefaults.identity.match_threshold;
 };
+
+// Whether identity by voice is on by default: where the voice model is installed.
+bool default_reidentify();
 
 // Installs every property, with its range, default and documentation, on the element's class.
 void install_properties(GObjectClass* klass);

@@ -52,6 +52,7 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
   r.active_speakers = g_new0(gchar*, c.active.size() + 1);
   for (size_t i = 0; i < c.active.size(); i++) r.active_speakers[i] = g_strdup(c.active[i].c_str());
   r.confidence = c.confidence;
+  r.voice_score = c.voice_score;
   GstStructure* st = gst_speaker_change_result_new_structure(&r);
   gst_speaker_change_result_clear(&r);
 
@@ -173,10 +174,11 @@ bool ensure_segmenter(GstSpeakerChange* self) {
       shared.max_queue = options.max_queue;
       shared.drop_when_late = options.drop_when_late;
       shared.max_batch_wait = s->max_batch_wait;
-      s->segmenter =
-          std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings, shared);
+      s->segmenter = std::make_unique<speakerseg::SharedSegmenterChannel>(s->scheduler, s->settings,
+                                                                          shared, s->enrolled);
     } else {
-      s->segmenter = speakerseg::make_async_segmenter(std::move(s->engine), s->settings, options);
+      s->segmenter = speakerseg::make_async_segmenter(std::move(s->engine), s->settings, options,
+                                                      std::move(s->voice), s->enrolled);
     }
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, LIBRARY, INIT, ("Could not start the inference worker: %s", e.what()),

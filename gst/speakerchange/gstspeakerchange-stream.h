@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "engines/segmentation_engine.h"
+#include "engines/voice_encoder.h"
 #include "gstspeakerchange-settings.h"
 #include "gstspeakerchange.h"
+#include "identity/voiceprints.h"
 #include "scheduling/shared_segmenter.h"
 #include "scheduling/window_segmenter.h"
 #include "streaming/stream_settings.h"
@@ -36,6 +38,10 @@ struct Stream {
   // The process-wide engine and worker (shared-engine=true), held from start() to stop() only,
   // so that the pool frees them when the last element stops.
   std::shared_ptr<speakerseg::SharedScheduler> scheduler;
+  // With reidentify: the own engine's voice encoder (until the segmenter takes it; a shared
+  // scheduler has its own) and the people to know by name.
+  std::unique_ptr<speakerseg::VoiceEncoder> voice;
+  std::shared_ptr<const speakerseg::Voiceprints> enrolled;
   std::unique_ptr<speakerseg::WindowSegmenter> segmenter;  // from the first buffer on
   std::unique_ptr<speakerseg::WindowBuffer> windows;
   GstAudioInfo info;

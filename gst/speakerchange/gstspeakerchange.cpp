@@ -187,12 +187,16 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->batch_size = p.batch_size;
   s->max_batch_wait = p.max_batch_wait;
   s->stats_interval = static_cast<GstClockTime>(std::llround(p.stats_interval * GST_SECOND));
+  s->settings.identity.enabled = p.reidentify;
+  s->settings.identity.match_threshold = p.voice_threshold;
+  s->settings.identity.max_speakers = p.max_speakers;
   try {
     s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,
                                                             speakerseg::step_samples(s->settings));
   } catch (const std::exception& e) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid step: %s", e.what()), (nullptr));
     s->engine.reset();
+    s->voice.reset();
     s->scheduler.reset();
     return FALSE;
   }
@@ -204,6 +208,8 @@ gboolean speaker_change_stop(GstBaseTransform* trans) {
   Stream* s = GST_SPEAKER_CHANGE(trans)->stream;
   s->segmenter.reset();  // stops and joins the worker, or leaves the shared one
   s->engine.reset();
+  s->voice.reset();
+  s->enrolled.reset();
   s->scheduler.reset();  // the pool frees the shared engine when its last element stops
   s->windows.reset();
   s->scratch = {};
@@ -379,6 +385,8 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
 static void gst_speaker_change_init(GstSpeakerChange* self) {
   self->settings = new Settings();
   self->settings->model = speakerseg::default_model_path();
+  self->settings->voice_model = speakerseg::default_voice_model_path();
+  self->settings->reidentify = default_reidentify();
   self->stream = new Stream();
   gst_audio_info_init(&self->stream->info);
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);

@@ -59,6 +59,11 @@ G_BEGIN_DECLS
  *   Field `active-speakers` (#GstValueArray of #gchararray; a #GST_TYPE_ARRAY, not a #GStrv).
  * @confidence: mean network activity (0..1) of the new state over the frames that confirmed it.
  *   Field `confidence` (#gdouble).
+ * @voice_score: with the element's `reidentify` on, the cosine similarity (about -1..1; the same
+ *   person is typically above 0.75) between the new speaker's latest voice evidence and the
+ *   voiceprint it was matched to; 0 for a voice heard here for the first time, one not yet
+ *   heard alone long enough to embed (1.6 s), nobody, or `reidentify` off. Field `voice-score`
+ *   (#gdouble); structures without it (older elements) parse with 0.
  *
  * One speaker change. After a successful parse the struct owns its strings: release them with
  * gst_speaker_change_result_clear(). To build one for gst_speaker_change_result_new_structure()
@@ -74,9 +79,10 @@ typedef struct {
   gchar* previous_speaker;
   gchar** active_speakers;
   gdouble confidence;
+  gdouble voice_score;
 
   /*< private >*/
-  gpointer _gst_reserved[GST_PADDING];
+  gpointer _gst_reserved[GST_PADDING - 1]; /* voice_score took one slot */
 } GstSpeakerChangeResult;
 
 /**

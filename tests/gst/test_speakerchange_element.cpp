@@ -15,11 +15,18 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/temp_dir.h"
+#include "engines/cpu/cpu_voice_encoder.h"
+#include "features/mel_spectrogram.h"
 #include "gstspeakerchange.h"
+#include "identity/utterance_embedding.h"
+#include "identity/voiceprints.h"
 #include "io/audio_file.h"
 #include "scheduling/engine_pool.h"
 
@@ -89,6 +96,7 @@ struct Change {
   std::string speaker, previous;
   std::vector<std::string> active;
   double confidence = 0;
+  double voice_score = 0;
 };
 
 bool operator==(const Change& a, const Change& b) {
@@ -128,6 +136,7 @@ Change parse_change(const GstStructure* s) {
   EXPECT_NE(str, nullptr);
   c.previous = str ? str : "";
   EXPECT_TRUE(gst_structure_get_double(s, "confidence", &c.confidence));
+  EXPECT_TRUE(gst_structure_get_double(s, "voice-score", &c.voice_score));
   const GValue* active = gst_structure_get_value(s, "active-speakers");
   EXPECT_TRUE(active && GST_VALUE_HOLDS_ARRAY(active));
   if (active && GST_VALUE_HOLDS_ARRAY(active))
@@ -1008,6 +1017,105 @@ TEST(SpeakerChangeElement, MissingCudaLibrariesFailClearlyAndAutoUsesTheCpu) {
   unsetenv("SPEAKERSEG_CUDA_MODULE");
 }
 #endif
+
+// ---------------------------------------------------------------------------------------------
+// Identity by voice
+
+TEST(SpeakerChangeElement, ReidentifyIsOnWhereTheVoiceModelIs) {
+  GstElement* e = gst_element_factory_make("speakerchange", nullptr);
+  gboolean reidentify = FALSE;
+  gchar* voice_model = nullptr;
+  g_object_get(e, "reidentify", &reidentify, "voice-model", &voice_model, nullptr);
+  EXPECT_EQ(std::string(voice_model), env("SPEAKERSEG_VOICE_MODEL"));
+  EXPECT_EQ(reidentify, g_file_test(voice_model, G_FILE_TEST_IS_REGULAR));
+  g_free(voice_model);
+  gst_object_unref(e);
+}
+
+TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
+  REQUIRE_SAMPLE();
+  // Two turns of sample.wav, one per speaker, alone (sample.rttm), enrolled as Alice and Bob.
+  auto voice = speakerseg::make_cpu_voice_encoder(
+      speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
+  const speakerseg::MelSpectrogram mel;
+  speakerseg::Voiceprints prints;
+  for (const auto& [name, from, to] :
+       {std::tuple<const char*, double, double>{"Alice", 10.6, 14.4}, {"Bob", 22.0, 27.8}})
+    prints.enroll(name,
+                  speakerseg::utterance_embedding(*voice, mel, &sample[samples(from)],
+                                                  static_cast<int64_t>(samples(to - from))),
+                  to - from);
+  const std::string path = speakerseg::test::scratch().path() + "/sample-voiceprints.json";
+  prints.save(path);
+
+  ElementRun run([&](GstElement* e) {
+    g_object_set(e, "reidentify", TRUE, "voiceprints", path.c_str(), nullptr);
+  });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  const auto changes = run.events();
+  // The bus carries the same changes as the events (read before errors(), which discards the
+  // other messages).
+  expect_identical(run.messages(), changes);
+  EXPECT_TRUE(run.errors().empty());
+  std::set<std::string> late;
+  for (const auto& c : changes) {
+    if (secs(c.timestamp) > 18 && !c.speaker.empty()) {
+      late.insert(c.speaker);
+      EXPECT_GT(c.voice_score, 0.75) << c;
+    }
+  }
+  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(changes);
+}
+
+TEST(SpeakerChangeElement, BadVoiceprintsFailTheStart) {
+  const std::string missing = "/nonexistent/voiceprints.json";
+  const std::string broken = speakerseg::test::scratch().file("broken.json", "{\"format\":");
+  const std::string other = speakerseg::test::scratch().file(
+      "other-encoder.json",
+      "{\"format\": \"speakerchange-voiceprints\", \"version\": 1, \"encoder\": \"ecapa\", "
+      "\"dimension\": 192, \"speakers\": []}");
+  for (const auto& [path, what] : {std::pair<std::string, std::string>{missing, "cannot be opened"},
+                                   {broken, "is not valid JSON"},
+                                   {other, "was made with encoder 'ecapa'"}}) {
+    SCOPED_TRACE(path);
+    auto [ret, errors] = try_start([&](GstElement* e) {
+      g_object_set(e, "reidentify", TRUE, "voiceprints", path.c_str(), nullptr);
+    });
+    EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find(what), std::string::npos) << errors[0];
+  }
+}
+
+TEST(SpeakerChangeElement, ReidentifyWithoutTheVoiceModelSaysHowToGetIt) {
+  const std::string path = "/nonexistent/voice-encoder-ge2e.onnx";
+  auto [ret, errors] = try_start([&](GstElement* e) {
+    g_object_set(e, "reidentify", TRUE, "voice-model", path.c_str(), nullptr);
+  });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("scripts/setup.sh"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("reidentify=false"), std::string::npos) << errors[0];
+  // The segmentation model as the voice model: loads as ONNX, refused as the wrong network.
+  auto [ret2, errors2] = try_start([&](GstElement* e) {
+    g_object_set(e, "reidentify", TRUE, "voice-model", env("SPEAKERSEG_MODEL").c_str(), nullptr);
+  });
+  EXPECT_EQ(ret2, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors2.size(), 1u);
+  EXPECT_NE(errors2[0].find("metadata has no 'encoder'"), std::string::npos) << errors2[0];
+}
+
+TEST(SpeakerChangeElement, VoiceprintsWithoutReidentifyIsRefused) {
+  auto [ret, errors] = try_start([&](GstElement* e) {
+    g_object_set(e, "reidentify", FALSE, "voiceprints", "/tmp/any.json", nullptr);
+  });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("reidentify"), std::string::npos) << errors[0];
+}
 
 TEST(SpeakerChangeElement, StartsAndStopsWithoutData) {
   for (int i = 0; i < 3; ++i) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/temp_dir.h"
 #include "common/test_env.h"
 #include "model/model_location.h"
 #include "model/segmentation_model.h"
@@ -22,9 +23,7 @@ std::string read_bytes(const std::string& path) {
 }
 
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "speakerseg_" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
+  return test::scratch().file(name, bytes);
 }
 
 // Loads `path`, expects a ModelError whose message names the file and contains `what`.
@@ -77,6 +76,10 @@ TEST(ModelLoader, ComputesSincFiltersFromBandEdges) {
 TEST(ModelLoader, MissingFile) {
   expect_model_error(::testing::TempDir() + "no_such_dir/segmentation-3.0.onnx",
                      "cannot be opened");
+}
+
+TEST(ModelLoader, Directory) {
+  expect_model_error(test::scratch().path(), "is not a regular file");
 }
 
 TEST(ModelLoader, EmptyFile) {

@@ -11,30 +11,14 @@
 #include <cstring>
 
 #include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_gemm.h"
 #include "engines/cpu/cpu_kernels.h"
 
 namespace speakerseg {
 namespace {
 
-// C[M,N] = A[M,K] * op(B) + beta * C, row-major.
-void gemm(bool trans_b, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-          float beta, float* c, int ldc) {
-  const dnnl_status_t status =
-      dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success)
-    throw EngineError("oneDNN sgemm failed (status " + std::to_string(status) + ")");
-}
-
-// Runs f(task, thread) for task in [0, n); each thread's calls are sequential.
-template <class F>
-void parallel_for(int n, int threads, F&& f) {
-  if (threads <= 1 || n <= 1) {
-    for (int i = 0; i < n; ++i) f(i, 0);
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int i = 0; i < n; ++i) f(i, omp_get_thread_num());
-}
+using cpu::gemm;
+using cpu::parallel_for;
 
 constexpr int kSide = (kSincKernel - 1) / 2;  // 125
 constexpr int kSincRows = 255;                // output positions per task; a multiple of the pool

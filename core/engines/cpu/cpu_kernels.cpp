@@ -50,7 +50,7 @@ void lstm_cell(const float* pre, const float* rec, const float* bias, float* c, 
                int hidden) {
   // Gates into local arrays first: with no possible aliasing, and no branch inside, the
   // activation loops below vectorise.
-  constexpr int kMax = 4 * 128;
+  constexpr int kMax = 4 * kMaxLstmHidden;
   float g[kMax];
   const int n = 4 * hidden;
   for (int j = 0; j < n; ++j) g[j] = pre[j] + bias[j];

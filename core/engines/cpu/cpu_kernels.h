@@ -5,6 +5,9 @@
 
 namespace speakerseg::cpu {
 
+// The largest hidden size lstm_cell takes (segmentation-3.0: 128, the GE2E voice encoder: 256).
+constexpr int kMaxLstmHidden = 256;
+
 // One LSTM step for one sequence and one direction. `pre` holds the input projection (ONNX gate
 // order i, o, f, c), `rec` the recurrent product (may be null at t = 0), `bias` Wb + Rb. Updates
 // the cell state `c` in place and writes the new hidden state to `h`.

@@ -1,0 +1,34 @@
+// The two pieces every CPU engine runs on: oneDNN's sgemm, each call on one thread, and a
+// coarse-grained OpenMP loop to spread independent calls over the cores.
+#pragma once
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <string>
+
+#include "engines/segmentation_engine.h"  // EngineError
+
+namespace speakerseg::cpu {
+
+// C[M,N] = A[M,K] * op(B) + beta * C, row-major.
+inline void gemm(bool trans_b, int m, int n, int k, const float* a, int lda, const float* b,
+                 int ldb, float beta, float* c, int ldc) {
+  const dnnl_status_t status =
+      dnnl_sgemm('N', trans_b ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success)
+    throw EngineError("oneDNN sgemm failed (status " + std::to_string(status) + ")");
+}
+
+// Runs f(task, thread) for task in [0, n); each thread's calls are sequential.
+template <class F>
+void parallel_for(int n, int threads, F&& f) {
+  if (threads <= 1 || n <= 1) {
+    for (int i = 0; i < n; ++i) f(i, 0);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int i = 0; i < n; ++i) f(i, omp_get_thread_num());
+}
+
+}  // namespace speakerseg::cpu

@@ -1,0 +1,114 @@
+// GE2E on the CPU, laid out like the segmentation engine's LSTM: one input projection per layer
+// for every frame of every partial, then the recurrence step by step as a [partials x 256] by
+// [256 x 1024] product plus the shared LSTM cell, partials split across threads.
+#include "engines/cpu/cpu_voice_encoder.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engines/cpu/cpu_gemm.h"
+#include "engines/cpu/cpu_kernels.h"
+
+namespace speakerseg {
+namespace {
+
+using cpu::gemm;
+using cpu::parallel_for;
+
+class CpuVoiceEncoder final : public VoiceEncoder {
+ public:
+  CpuVoiceEncoder(std::shared_ptr<const VoiceModel> model, const CpuEngineOptions& options)
+      : model_(std::move(model)),
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
+
+  std::string description() const override {
+    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" +
+           (threads_ > 1 ? "s" : "") + ")";
+  }
+
+  void embed(const float* mel, int batch, int frames, float* embeddings) override {
+    if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
+    if (frames < 1) throw EngineError("a partial needs at least one mel frame");
+    const size_t rows = static_cast<size_t>(batch) * frames;
+    gates_.resize(rows * kVoiceGates);
+    hidden_[0].resize(rows * kVoiceHidden);
+    hidden_[1].resize(rows * kVoiceHidden);
+    cell_.resize(static_cast<size_t>(batch) * kVoiceHidden);
+    recurrent_.resize(static_cast<size_t>(batch) * kVoiceGates);
+
+    const float* in = mel;
+    for (int l = 0; l < kVoiceLayers; ++l) {
+      const VoiceLstmLayer& w = model_->lstm[l];
+      float* out = hidden_[l % 2].data();
+      const int chunks = static_cast<int>((rows + kRowBlock - 1) / kRowBlock);
+      parallel_for(chunks, threads_, [&](int c, int) {
+        const size_t r0 = static_cast<size_t>(c) * kRowBlock;
+        const int n = static_cast<int>(std::min<size_t>(kRowBlock, rows - r0));
+        gemm(true, n, kVoiceGates, w.input_size, in + r0 * w.input_size, w.input_size, w.w.data(),
+             w.input_size, 0.f, &gates_[r0 * kVoiceGates], kVoiceGates);
+      });
+      // Partials are independent sequences: one group per thread, each stepping through time.
+      const int groups = std::max(1, std::min(batch, threads_));
+      parallel_for(groups, threads_, [&](int g, int) {
+        const int b0 = batch * g / groups, nb = batch * (g + 1) / groups - b0;
+        float* cell = &cell_[static_cast<size_t>(b0) * kVoiceHidden];
+        float* rec = &recurrent_[static_cast<size_t>(b0) * kVoiceGates];
+        std::fill(cell, cell + static_cast<size_t>(nb) * kVoiceHidden, 0.f);
+        for (int t = 0; t < frames; ++t) {
+          if (t > 0)
+            gemm(true, nb, kVoiceGates, kVoiceHidden,
+                 out + (static_cast<size_t>(b0) * frames + t - 1) * kVoiceHidden,
+                 frames * kVoiceHidden, w.r.data(), kVoiceHidden, 0.f, rec, kVoiceGates);
+          for (int b = 0; b < nb; ++b) {
+            const size_t row = static_cast<size_t>(b0 + b) * frames + t;
+            cpu::lstm_cell(&gates_[row * kVoiceGates], t > 0 ? rec + b * kVoiceGates : nullptr,
+                           w.bias.data(), cell + b * kVoiceHidden, out + row * kVoiceHidden,
+                           kVoiceHidden);
+          }
+        }
+      });
+      in = out;
+    }
+
+    // The last layer's final hidden state of each partial -> ReLU(linear) -> unit length.
+    last_.resize(static_cast<size_t>(batch) * kVoiceHidden);
+    for (int b = 0; b < batch; ++b)
+      std::copy_n(in + (static_cast<size_t>(b) * frames + frames - 1) * kVoiceHidden, kVoiceHidden,
+                  &last_[static_cast<size_t>(b) * kVoiceHidden]);
+    gemm(true, batch, kEmbeddingDim, kVoiceHidden, last_.data(), kVoiceHidden,
+         model_->linear_weight.data(), kVoiceHidden, 0.f, embeddings, kEmbeddingDim);
+    for (int b = 0; b < batch; ++b) {
+      float* e = embeddings + static_cast<size_t>(b) * kEmbeddingDim;
+      double norm = 0;
+      for (int k = 0; k < kEmbeddingDim; ++k) {
+        e[k] = std::max(0.f, e[k] + model_->linear_bias[k]);
+        norm += static_cast<double>(e[k]) * e[k];
+      }
+      // An all-zero ReLU output has no direction; it stays zero (cosine 0 with everyone).
+      const float inv = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.f;
+      for (int k = 0; k < kEmbeddingDim; ++k) e[k] *= inv;
+    }
+  }
+
+ private:
+  static constexpr size_t kRowBlock = 512;
+
+  std::shared_ptr<const VoiceModel> model_;
+  const int threads_;
+  std::vector<float> gates_, cell_, recurrent_, last_;
+  std::vector<float> hidden_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<VoiceEncoder> make_cpu_voice_encoder(std::shared_ptr<const VoiceModel> model,
+                                                     const CpuEngineOptions& options) {
+  if (!model) throw EngineError("make_cpu_voice_encoder: no voice model");
+  return std::make_unique<CpuVoiceEncoder>(std::move(model), options);
+}
+
+}  // namespace speakerseg

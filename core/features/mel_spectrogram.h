@@ -1,0 +1,31 @@
+// The voice encoder's front end, as Resemblyzer computes it with librosa.feature.melspectrogram
+// (sr 16000, n_fft 400, hop 160, 40 mels): frames centred on every 160th sample with zero padding
+// beyond the clip, a periodic Hann window of 400, power spectrum, slaney mel scale with slaney
+// normalisation over 0-8000 Hz, no log. Host code for every voice engine; no state between calls.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace speakerseg {
+
+class MelSpectrogram {
+ public:
+  MelSpectrogram();
+
+  // 1 + samples / 160: the frames of a clip of `samples` samples.
+  static int64_t frames_for(int64_t samples);
+
+  // The mel power spectrogram [frames_for(n)][kMelBands] of `audio` (n samples at 16 kHz).
+  std::vector<float> compute(const float* audio, int64_t n) const;
+
+  // The mel filters [kMelBands][kMelBins], as librosa.filters.mel gives them.
+  const std::vector<float>& filters() const { return filters_; }
+
+ private:
+  std::vector<float> basis_;      // [kMelFft][2 * kMelBins]: windowed cos, then -sin, columns
+  std::vector<float> filters_;    // [kMelBands][kMelBins]
+  std::vector<float> filters_t_;  // [kMelBins][kMelBands], for the product
+};
+
+}  // namespace speakerseg

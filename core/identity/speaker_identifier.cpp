@@ -1,0 +1,257 @@
+#include "identity/speaker_identifier.h"
+
+#include <algorithm>
+
+#include "identity/utterance_embedding.h"
+#include "model/model_spec.h"
+
+namespace speakerseg {
+namespace {
+
+constexpr int64_t kFrameSamples = 270;
+constexpr int64_t kWindowFrames = 589;
+constexpr int64_t kPartialAudio = static_cast<int64_t>(kPartialFrames - 1) * kMelHop;
+
+// The audio a frame stands for: its 270 samples around its centre, so that frames tile the stream.
+int64_t frame_audio_start(int64_t frame) {
+  return SpeakerStitcher::frame_centre_sample(frame) - kFrameSamples / 2;
+}
+
+}  // namespace
+
+SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
+                                     std::shared_ptr<const Voiceprints> enrolled)
+    : settings_(settings.identity),
+      onset_(settings.onset),
+      enrolled_(std::move(enrolled)),
+      voices_(static_cast<size_t>(std::max(1, settings.identity.capacity))) {
+  reset();
+}
+
+void SpeakerIdentifier::reset() {
+  voices_ = VoiceRegistry(static_cast<size_t>(std::max(1, settings_.capacity)));
+  if (enrolled_)
+    for (const auto& p : enrolled_->speakers) voices_.enroll(p.name, p.embedding);
+  labels_.clear();
+  scores_.clear();
+  audio_.reset();
+}
+
+void SpeakerIdentifier::add_audio(int64_t start, const float* samples, int64_t n) {
+  audio_.add(start, samples, n);
+}
+
+double SpeakerIdentifier::score(int id) const {
+  auto it = scores_.find(id);
+  return it == scores_.end() ? 0.0 : it->second;
+}
+
+int SpeakerIdentifier::clean_speaker(const FrameActivity& f) const {
+  int who = -1;
+  for (const auto& [g, v] : f.activity) {
+    if (v > onset_) {
+      if (who >= 0) return -1;
+      who = g;
+    } else if (v > settings_.clean_others) {
+      return -1;
+    }
+  }
+  return who;
+}
+
+bool SpeakerIdentifier::at_limit() const {
+  return settings_.max_speakers > 0 &&
+         voices_.anonymous() + (enrolled_ ? enrolled_->speakers.size() : 0) >=
+             static_cast<size_t>(settings_.max_speakers);
+}
+
+std::vector<float> SpeakerIdentifier::embed(const std::vector<float>& audio,
+                                            VoiceEncoder& encoder) {
+  stats_.embedded_seconds += static_cast<double>(audio.size()) / kSampleRate;
+  return utterance_embedding(encoder, mel_, audio.data(), static_cast<int64_t>(audio.size()));
+}
+
+std::vector<int> SpeakerIdentifier::touching(int label, int64_t frame,
+                                             const std::vector<FrameActivity>& ahead) const {
+  std::vector<int> out;
+  for (const auto& [h, l] : labels_)
+    if (h != label && l.voice >= 0 && l.last_active >= 0 && l.last_active + kWindowFrames >= frame)
+      out.push_back(l.voice);
+  for (const auto& f : ahead)
+    for (const auto& [h, v] : f.activity)
+      if (h != label && v > onset_) {
+        auto it = labels_.find(h);
+        if (it != labels_.end() && it->second.voice >= 0) out.push_back(it->second.voice);
+      }
+  return out;
+}
+
+int SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& stitcher,
+                              VoiceEncoder& encoder) {
+  ++stats_.decisions;
+  Label& l = labels_[label];
+  std::vector<FrameActivity> ahead;
+  stitcher.peek_from(frame, ahead);
+  std::vector<float> clean;
+  const auto budget = static_cast<size_t>(settings_.decision_seconds * kSampleRate);
+  for (const auto& f : ahead) {
+    if (clean.size() >= budget) break;
+    if (clean_speaker(f) != label) continue;
+    audio_.copy(frame_audio_start(f.frame), frame_audio_start(f.frame) + kFrameSamples, clean);
+    l.learned_until = f.frame;
+  }
+  const std::vector<int> excluded = touching(label, frame, ahead);
+  auto allowed = [&](int id) {
+    return std::find(excluded.begin(), excluded.end(), id) == excluded.end();
+  };
+  const int64_t now = frame_audio_start(frame);
+  if (static_cast<int64_t>(clean.size()) < kPartialAudio) {
+    // Too little clean speech yet: a provisional voice; evidence may merge it later.
+    ++stats_.provisional;
+    l.learned_until = -1;
+    if (at_limit()) {
+      const Voice* recent = nullptr;
+      for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id)
+        if (const Voice* v = voices_.find(id); v && allowed(id))
+          if (!recent || v->last_heard > recent->last_heard) recent = v;
+      if (recent) return recent->id;
+    }
+    return voices_.add({}, 0, now);
+  }
+  const std::vector<float> e = embed(clean, encoder);
+  const double seconds = static_cast<double>(clean.size()) / kSampleRate;
+  const Match m = voices_.nearest(e, allowed);
+  if (m.id >= 0 && (m.score >= settings_.match_threshold || at_limit())) {
+    ++stats_.recognised;
+    voices_.learn(m.id, e, seconds, now);
+    scores_[m.id] = m.score;
+    return m.id;
+  }
+  const int id = voices_.add(e, seconds, now);
+  scores_[id] = 0;
+  return id;
+}
+
+void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder,
+                                       TurnTracker& tracker) {
+  Label& l = labels_[label];
+  const std::vector<float> e = embed(l.evidence, encoder);
+  const double seconds = static_cast<double>(l.evidence.size()) / kSampleRate;
+  l.evidence.clear();
+  if (e.empty()) return;
+  const int64_t now = frame_audio_start(frame);
+  const int current = l.voice;
+  const std::vector<int> excluded = touching(label, frame, {});
+  auto allowed = [&](int id) {
+    return id != current && std::find(excluded.begin(), excluded.end(), id) == excluded.end();
+  };
+  const Voice* v = voices_.find(current);
+  if (!v || !v->has_voiceprint()) {
+    const Match m = voices_.nearest(e, allowed);
+    if (m.id >= 0 && m.score >= settings_.match_threshold) {
+      // The provisional voice was someone known all along: one voice from now on, silently.
+      ++stats_.merged;
+      for (auto& [h, other] : labels_)
+        if (other.voice == current) other.voice = m.id;
+      tracker.rename(current, m.id);
+      voices_.forget(current);
+      voices_.learn(m.id, e, seconds, now);
+      scores_[m.id] = m.score;
+    } else {
+      voices_.learn(current, e, seconds, now);
+    }
+    return;
+  }
+  const float s = voices_.score(current, e);
+  scores_[current] = s;
+  if (!v->enrolled) {
+    // An anonymous voice that is an enrolled person after all: their name from now on.
+    const Match named = voices_.nearest(e, [&](int id) {
+      const Voice* o = voices_.find(id);
+      return o && o->enrolled && allowed(id);
+    });
+    if (named.id >= 0 && named.score >= settings_.match_threshold && named.score > s) {
+      ++stats_.merged;
+      for (auto& [h, other] : labels_)
+        if (other.voice == current) other.voice = named.id;
+      tracker.rename(current, named.id);
+      voices_.forget(current);
+      scores_[named.id] = named.score;
+      return;
+    }
+  }
+  if (s >= settings_.keep_threshold) {
+    l.strikes = 0;
+    voices_.learn(current, e, seconds, now);
+    return;
+  }
+  if (s >= settings_.split_threshold) {  // unsure: neither trains nor splits
+    l.strikes = 0;
+    return;
+  }
+  // Someone else speaks under the label, if the evidence says who (a known voice, closer than
+  // the label's own) or says twice running that it is not the label's voice.
+  const Match m = voices_.nearest(e, allowed);
+  const bool known = m.id >= 0 && m.score >= settings_.match_threshold && m.score > s;
+  if (!known && ++l.strikes < 2) return;
+  ++stats_.splits;
+  l.strikes = 0;
+  if (known) {
+    l.voice = m.id;
+    voices_.learn(m.id, e, seconds, now);
+    scores_[m.id] = m.score;
+  } else if (!at_limit()) {
+    l.voice = voices_.add(e, seconds, now);
+    scores_[l.voice] = 0;
+  }
+}
+
+void SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher,
+                                VoiceEncoder& encoder, TurnTracker& tracker) {
+  const int64_t k = frame.frame;
+  for (const auto& [g, v] : frame.activity) {
+    if (v <= onset_) continue;
+    Label& l = labels_[g];
+    l.last_active = k;
+    if (l.voice < 0) l.voice = decide(g, k, stitcher, encoder);
+  }
+  const int clean = clean_speaker(frame);
+  if (clean >= 0) {
+    Label& l = labels_[clean];
+    if (k > l.learned_until) {
+      audio_.copy(frame_audio_start(k), frame_audio_start(k) + kFrameSamples, l.evidence);
+      // A provisional voice is weighed as soon as one partial's worth is there: the sooner a
+      // returning speaker is recognised, the fewer turns carry the wrong name.
+      const Voice* v = voices_.find(l.voice);
+      const double wanted = v && v->has_voiceprint() ? settings_.evidence_seconds * kSampleRate
+                                                     : static_cast<double>(kPartialAudio);
+      if (static_cast<double>(l.evidence.size()) >= wanted)
+        weigh_evidence(clean, k, encoder, tracker);
+    }
+  }
+
+  SpeakerValues by_voice;
+  for (const auto& [g, v] : frame.activity) {
+    auto it = labels_.find(g);
+    if (it == labels_.end() || it->second.voice < 0) continue;  // never active: no voice
+    const int id = it->second.voice;
+    if (v > onset_) voices_.heard(id, frame_audio_start(k));
+    auto at = std::lower_bound(by_voice.begin(), by_voice.end(), id,
+                               [](const std::pair<int, float>& e, int i) { return e.first < i; });
+    if (at != by_voice.end() && at->first == id)
+      at->second = std::max(at->second, v);
+    else
+      by_voice.insert(at, {id, v});
+  }
+  frame.activity.swap(by_voice);
+
+  // Labels silent for a window hold nothing a decision needs but their voice.
+  for (auto it = labels_.begin(); it != labels_.end();)
+    if (it->second.last_active + 4 * kWindowFrames < k && it->second.evidence.empty())
+      it = labels_.erase(it);
+    else
+      ++it;
+  audio_.drop_before(frame_audio_start(k + 1));
+}
+
+}  // namespace speakerseg

@@ -1,0 +1,99 @@
+// Who each stitched speaker is, all stream long. The stitcher ties a window's speakers to the
+// stream's by the frames windows share; that cannot see a speaker come back after a pause, and a
+// window that gives two people one local label hands both the same stream label. This layer sits
+// between the stitcher and the turn tracker and re-keys every final frame from stitcher labels to
+// voices (VoiceRegistry ids), from what the GE2E encoder hears in each label's clean frames
+// (frames where that speaker alone is active):
+//
+// - A label's voice is decided at its first final frame, from its clean speech in the frames the
+//   stitcher holds so far (up to decision_seconds of it; those run `latency` ahead of the final
+//   horizon): the nearest known voice at or above match_threshold, else a new one. Voices heard
+//   in the same window as the label (held by another label active there) are never candidates:
+//   two people who touch are never merged. With less clean speech than one partial (1.59 s) the
+//   label gets a provisional new voice; the overlap continuity then stands until evidence comes.
+// - Every evidence_seconds of a label's clean speech is embedded: close to its voice
+//   (keep_threshold) it trains the voiceprint; a provisional voice that turns out to match a known
+//   one is merged into it (the turn tracker renames it, without announcing a change); evidence
+//   far from the voice (split_threshold) means someone else now speaks under the label, which
+//   then takes the nearest known voice or a new one, and the tracker announces the change.
+//
+// Decisions take effect from the frame they are made on: announced turns are never relabelled.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/voice_encoder.h"
+#include "features/mel_spectrogram.h"
+#include "identity/audio_history.h"
+#include "identity/voice_registry.h"
+#include "identity/voiceprints.h"
+#include "streaming/speaker_stitcher.h"
+#include "streaming/stream_settings.h"
+#include "streaming/turn_tracker.h"
+
+namespace speakerseg {
+
+struct IdentityStats {
+  uint64_t decisions = 0;       // labels given a voice at their first final frame
+  uint64_t recognised = 0;      // ... of them, a known voice (by evidence at the decision)
+  uint64_t provisional = 0;     // ... of them, too little clean speech to tell
+  uint64_t merged = 0;          // provisional voices later found to be known ones
+  uint64_t splits = 0;          // labels whose voice changed under them
+  double embedded_seconds = 0;  // audio run through the encoder
+};
+
+class SpeakerIdentifier {
+ public:
+  SpeakerIdentifier(const StreamSettings& settings, std::shared_ptr<const Voiceprints> enrolled);
+
+  // The stream's samples [start, start + n) (a window's; overlaps are skipped).
+  void add_audio(int64_t start, const float* samples, int64_t n);
+
+  // Re-keys one final frame (the next in order) from stitcher labels to voice ids, deciding and
+  // learning voices on the way; `tracker` is renamed when a provisional voice is merged.
+  void relabel(FrameActivity& frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder,
+               TurnTracker& tracker);
+
+  // Names by voice id ("speaker-N" or enrolled names), for the turn tracker.
+  const std::vector<std::string>& names() const { return voices_.names(); }
+  // The cosine with which `id` was last matched (0: a new or provisional voice).
+  double score(int id) const;
+  const IdentityStats& stats() const { return stats_; }
+  void reset();
+
+ private:
+  struct Label {
+    int voice = -1;
+    int64_t last_active = -1;     // frame
+    int64_t learned_until = -1;   // frames up to here were embedded by the decision
+    std::vector<float> evidence;  // clean audio not embedded yet
+    int strikes = 0;              // evidence in a row far from the voice (split_threshold)
+  };
+
+  int decide(int label, int64_t frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder);
+  void weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder, TurnTracker& tracker);
+  // Voices another label holds that was active within a window of `frame`, or that is active
+  // in `ahead` (the frames the stitcher holds past it).
+  std::vector<int> touching(int label, int64_t frame,
+                            const std::vector<FrameActivity>& ahead) const;
+  bool at_limit() const;
+  std::vector<float> embed(const std::vector<float>& audio, VoiceEncoder& encoder);
+  // The clean speaker of `f`, or -1.
+  int clean_speaker(const FrameActivity& f) const;
+
+  IdentitySettings settings_;
+  double onset_;
+  std::shared_ptr<const Voiceprints> enrolled_;
+  VoiceRegistry voices_;
+  std::map<int, Label> labels_;
+  std::map<int, float> scores_;
+  AudioHistory audio_;
+  MelSpectrogram mel_;
+  IdentityStats stats_;
+};
+
+}  // namespace speakerseg

@@ -1,0 +1,42 @@
+// One voice embedding from a stretch of audio, computed the same way wherever one is needed (the
+// stream's speakers, `speakerseg voiceprint`, `speakerseg enroll`): the GE2E encoder on 160-frame
+// partials of the stretch's mel spectrogram.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engines/voice_encoder.h"
+#include "features/mel_spectrogram.h"
+
+namespace speakerseg {
+
+// Mel frames between successive partials by default (0.8 s; Resemblyzer takes 1.3 per second).
+constexpr int kPartialStep = 80;
+// Loudness an utterance is raised to before its mel, as Resemblyzer's preprocess_wav does: the mel
+// is a power spectrum, so the embedding depends on gain. Only raised, never lowered, and by at
+// most kMaxGainDb, so that near-silence is not blown up into noise.
+constexpr double kTargetDbfs = -30.0;
+constexpr double kMaxGainDb = 40.0;
+
+// First mel frame of every partial wholly inside `frames` mel frames: 0, step, 2 step, ...
+std::vector<int64_t> partial_starts(int64_t frames, int step = kPartialStep);
+
+// [partials][kEmbeddingDim]: one row per partial of partial_starts(), of `audio` as it is (no
+// volume scaling; `speakerseg voiceprint --raw`). Empty when the audio is shorter than a partial.
+std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& mel,
+                                  const float* audio, int64_t n, int step = kPartialStep);
+
+// `audio` scaled up to kTargetDbfs (at most kMaxGainDb), as the utterance embedding sees it.
+std::vector<float> normalise_volume(const float* audio, int64_t n);
+
+// The utterance embedding: the mean of the partial embeddings of the volume-normalised audio,
+// renormalised to unit length. Empty when the audio is shorter than one partial (25 440 samples,
+// 1.59 s: 160 frames centred 160 samples apart).
+std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
+                                       const float* audio, int64_t n);
+
+// Cosine similarity of two unit vectors of kEmbeddingDim.
+float cosine(const float* a, const float* b);
+
+}  // namespace speakerseg

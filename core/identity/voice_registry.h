@@ -1,0 +1,66 @@
+// Everyone a stream has heard or been told about: a voiceprint per person (the mean of their
+// utterance embeddings, or an enrolled one), a name, and when they were last heard. Bounded: past
+// `capacity` people the one heard least recently is forgotten (enrolled people never are).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace speakerseg {
+
+struct Voice {
+  int id = -1;       // stable for the stream's life; frames and turns use it
+  std::string name;  // "speaker-3", or an enrolled name
+  bool enrolled = false;
+  std::vector<float> sum;  // weighted sum of embeddings; empty: no voice heard yet
+  double weight = 0;       // seconds of clean speech behind `sum`
+  int64_t last_heard = 0;  // stream sample position
+  bool has_voiceprint() const { return weight > 0; }
+};
+
+struct Match {
+  int id = -1;  // -1: nobody
+  float score = 0;
+};
+
+class VoiceRegistry {
+ public:
+  explicit VoiceRegistry(size_t capacity) : capacity_(capacity) {}
+
+  // An enrolled person, with a fixed voiceprint (a unit vector).
+  int enroll(const std::string& name, const std::vector<float>& embedding);
+  // A new anonymous person, "speaker-N"; `embedding` may be empty (no voice yet).
+  int add(const std::vector<float>& embedding, double seconds, int64_t now);
+
+  // Adds an utterance embedding of `seconds` of clean speech to `id`'s voiceprint (enrolled
+  // voiceprints stay as enrolled).
+  void learn(int id, const std::vector<float>& embedding, double seconds, int64_t now);
+  void heard(int id, int64_t now);
+
+  // The best-matching voiceprint among those `allowed` lets through.
+  Match nearest(const std::vector<float>& embedding,
+                const std::function<bool(int id)>& allowed) const;
+  // Cosine of `embedding` with `id`'s voiceprint (0 without one).
+  float score(int id, const std::vector<float>& embedding) const;
+
+  const Voice* find(int id) const;
+  // Name of every id ever given, indexed by id (forgotten ones keep theirs: old turns name them).
+  const std::vector<std::string>& names() const { return names_; }
+  size_t size() const { return voices_.size(); }
+  size_t anonymous() const { return anonymous_; }
+  void forget(int id);
+  void reset();
+
+ private:
+  Voice* get(int id);
+  void make_room();
+
+  size_t capacity_;
+  std::vector<Voice> voices_;
+  std::vector<std::string> names_;
+  size_t anonymous_ = 0;  // anonymous voices made so far: the next is "speaker-<anonymous_>"
+};
+
+}  // namespace speakerseg

@@ -1,0 +1,182 @@
+// Identity by voice on real speech, end to end through the core (segmentation engine, stitcher,
+// voice encoder, turn tracker): the two-speaker recording of the reference manifest (sample.wav,
+// or the espeak-ng conversation), alone, twice with 30 s of silence between, and with its two
+// speakers enrolled by name from their longest turns.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/temp_dir.h"
+#include "common/test_env.h"
+#include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_voice_encoder.h"
+#include "features/mel_spectrogram.h"
+#include "identity/utterance_embedding.h"
+#include "identity/voiceprints.h"
+#include "io/audio_file.h"
+#include "streaming/speaker_change_detector.h"
+
+namespace speakerseg {
+namespace {
+
+struct Turn {
+  std::string speaker;
+  double start, end;
+};
+
+struct Fixture {
+  std::vector<float> audio;
+  std::vector<Turn> turns;
+  std::unique_ptr<SegmentationEngine> engine;
+  std::unique_ptr<VoiceEncoder> voice;
+  Fixture() {
+    std::ifstream m(test::reference_dir() + "/manifest.txt");
+    std::map<std::string, std::string> manifest;
+    std::string key, value;
+    while (m >> key && std::getline(m >> std::ws, value)) manifest[key] = value;
+    audio = read_mono_16k(manifest["recording"]);
+    std::ifstream rttm(manifest["rttm"]);
+    std::string line;
+    while (std::getline(rttm, line)) {
+      std::istringstream s(line);
+      std::string type, uri, channel, na1, na2, who;
+      double start = 0, duration = 0;
+      s >> type >> uri >> channel >> start >> duration >> na1 >> na2 >> who;
+      turns.push_back({who, start, start + duration});
+    }
+    // One thread each: meson runs test programs side by side on few cores.
+    engine = make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1});
+    voice = make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
+                                   {1});
+  }
+};
+
+std::vector<SpeakerChange> detect(Fixture& fx, const std::vector<float>& audio, bool reidentify,
+                                  std::shared_ptr<const Voiceprints> enrolled = nullptr) {
+  StreamSettings s;  // defaults: latency 2 s, step 1 s
+  s.identity.enabled = reidentify;
+  SpeakerChangeDetector d(*fx.engine, s, 1, reidentify ? fx.voice.get() : nullptr, enrolled);
+  std::vector<SpeakerChange> out;
+  for (size_t i = 0; i < audio.size(); i += 320) {
+    d.push(&audio[i], std::min<size_t>(320, audio.size() - i));
+    for (auto& c : d.take_changes()) out.push_back(c);
+  }
+  d.finish();
+  for (auto& c : d.take_changes()) out.push_back(c);
+  for (const auto& c : out)
+    std::printf("[ %-8s ] %7.3f s  %-10s -> %-10s voice %.3f\n", reidentify ? "voice" : "overlap",
+                c.sample / double(kSampleRate), c.previous.c_str(), c.speaker.c_str(),
+                c.voice_score);
+  return out;
+}
+
+// The speakers announced for turns that begin in [from, to) seconds.
+std::set<std::string> announced(const std::vector<SpeakerChange>& changes, double from, double to) {
+  std::set<std::string> out;
+  for (const auto& c : changes) {
+    const double t = c.sample / double(kSampleRate);
+    if (t >= from && t < to && !c.speaker.empty()) out.insert(c.speaker);
+  }
+  return out;
+}
+
+const SpeakerChange* first_after(const std::vector<SpeakerChange>& changes, double t) {
+  for (const auto& c : changes)
+    if (c.sample / double(kSampleRate) >= t && !c.speaker.empty()) return &c;
+  return nullptr;
+}
+
+TEST(SpeakerIdentity, AloneItChangesNothing) {
+  Fixture fx;
+  const auto off = detect(fx, fx.audio, false);
+  const auto on = detect(fx, fx.audio, true);
+  ASSERT_EQ(on.size(), off.size());
+  for (size_t i = 0; i < on.size(); ++i) {
+    EXPECT_EQ(on[i].sample, off[i].sample) << i;
+    EXPECT_EQ(on[i].speaker, off[i].speaker) << i;
+  }
+  EXPECT_EQ(announced(on, 0, 1e9).size(), 2u);  // two people, never one label
+}
+
+TEST(SpeakerIdentity, ASpeakerWhoComesBackAfterSilenceGetsTheirLabelBack) {
+  Fixture fx;
+  const double length = fx.audio.size() / double(kSampleRate);
+  std::vector<float> twice(fx.audio);
+  twice.resize(twice.size() + 30 * kSampleRate, 0.f);
+  twice.insert(twice.end(), fx.audio.begin(), fx.audio.end());
+  const double second = length + 30;
+
+  const auto on = detect(fx, twice, true);
+  const std::set<std::string> first_copy = announced(on, 0, length);
+  const SpeakerChange* back = first_after(on, second);
+  ASSERT_NE(back, nullptr);
+  EXPECT_TRUE(first_copy.count(back->speaker)) << back->speaker << " is a new label";
+  EXPECT_GT(back->voice_score, 0.75);
+  // By the end of the second copy both are back under their first labels.
+  for (const std::string& who : announced(on, second + length - 12, 1e9))
+    EXPECT_TRUE(first_copy.count(who)) << who << " is a new label late in the second copy";
+
+  // By overlap alone (the stitcher) the returning speaker is somebody new.
+  const auto off = detect(fx, twice, false);
+  const SpeakerChange* back_off = first_after(off, second);
+  ASSERT_NE(back_off, nullptr);
+  EXPECT_FALSE(announced(off, 0, length).count(back_off->speaker));
+}
+
+TEST(SpeakerIdentity, EnrolledSpeakersAreAnnouncedByName) {
+  Fixture fx;
+  // Each speaker's longest annotated turn, trimmed of where others overlap it, enrols them.
+  std::map<std::string, Turn> longest;
+  for (const Turn& t : fx.turns) {
+    Turn alone = t;
+    for (const Turn& o : fx.turns) {
+      if (o.speaker == t.speaker || o.end <= alone.start || o.start >= alone.end) continue;
+      if (o.start <= alone.start)
+        alone.start = o.end;
+      else if (o.end >= alone.end)
+        alone.end = o.start;
+      else
+        alone.end = alone.start;  // someone speaks inside it: not alone anywhere long
+    }
+    auto it = longest.find(t.speaker);
+    if (alone.end > alone.start &&
+        (it == longest.end() || alone.end - alone.start > it->second.end - it->second.start))
+      longest[t.speaker] = alone;
+  }
+  ASSERT_EQ(longest.size(), 2u);
+  Voiceprints prints;
+  const MelSpectrogram mel;
+  std::map<std::string, std::string> name_of;
+  for (const auto& [who, t] : longest) {
+    const auto a = static_cast<size_t>(t.start * kSampleRate),
+               b = static_cast<size_t>(t.end * kSampleRate);
+    const auto e = utterance_embedding(*fx.voice, mel, &fx.audio[a], static_cast<int64_t>(b - a));
+    ASSERT_FALSE(e.empty()) << who << "'s longest turn is too short to enrol";
+    name_of[who] = name_of.empty() ? "Alice" : "Bob";
+    prints.enroll(name_of[who], e, t.end - t.start);
+  }
+  const std::string path = test::scratch().path() + "/enrolled.json";
+  prints.save(path);
+  const auto changes = detect(fx, fx.audio, true, Voiceprints::load(path));
+  // Once each has been heard alone long enough, turns carry their names, and only their names.
+  const double length = fx.audio.size() / double(kSampleRate);
+  const std::set<std::string> late = announced(changes, length * 0.6, 1e9);
+  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"}));
+  // Each name goes to its own speaker: the annotated speaker of a late turn is the one enrolled
+  // under that name.
+  for (const auto& c : changes) {
+    const double t = c.sample / double(kSampleRate);
+    if (t < length * 0.6 || c.speaker.empty()) continue;
+    for (const Turn& turn : fx.turns)
+      if (t >= turn.start - 0.5 && t < turn.start + 0.5) {
+        EXPECT_EQ(name_of[turn.speaker], c.speaker) << "turn at " << t << " s";
+        break;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace speakerseg

@@ -1,0 +1,160 @@
+// The voiceprints file (round trip, refinement, every kind of bad file), the registry of voices
+// (nearest match, what it forgets and what it never forgets) and the audio history.
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/temp_dir.h"
+#include "identity/audio_history.h"
+#include "identity/voice_registry.h"
+#include "identity/voiceprints.h"
+#include "model/voice_model.h"
+
+namespace speakerseg {
+namespace {
+
+std::vector<float> unit(int hot, float other = 0.f) {
+  std::vector<float> v(kEmbeddingDim, other);
+  v[hot] = 1.f;
+  double norm = 0;
+  for (float x : v) norm += x * x;
+  for (float& x : v) x = static_cast<float>(x / std::sqrt(norm));
+  return v;
+}
+
+std::string embedding_json(const std::vector<float>& e) {
+  std::string s = "[";
+  for (size_t i = 0; i < e.size(); ++i) s += (i ? "," : "") + std::to_string(e[i]);
+  return s + "]";
+}
+
+std::string file_with(const std::string& name, const std::string& header,
+                      const std::string& speakers) {
+  return test::scratch().file(name, "{" + header + ", \"speakers\": [" + speakers + "]}");
+}
+
+const std::string kHeader =
+    "\"format\": \"speakerchange-voiceprints\", \"version\": 1, \"encoder\": "
+    "\"resemblyzer-ge2e-0.1.4\", \"dimension\": 256";
+
+void expect_error(const std::string& path, const std::string& what) {
+  try {
+    Voiceprints::load(path);
+    ADD_FAILURE() << path << " loaded but should not have";
+  } catch (const VoiceprintsError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << "message does not name the file: " << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;
+    EXPECT_NE(msg.find("speakerseg enroll"), std::string::npos) << "no way to fix it: " << msg;
+  }
+}
+
+TEST(Voiceprints, RoundTripAndRefinement) {
+  Voiceprints p;
+  p.enroll("Alice", unit(0), 4);
+  p.enroll("Bob", unit(1), 2);
+  p.enroll("Alice", unit(2), 4);  // a second clip of Alice: folded in, weighted by seconds
+  const std::string path = test::scratch().path() + "/prints.json";
+  p.save(path);
+  auto q = Voiceprints::load(path);
+  ASSERT_EQ(q->speakers.size(), 2u);
+  EXPECT_EQ(q->speakers[0].name, "Alice");
+  EXPECT_DOUBLE_EQ(q->speakers[0].seconds, 8);
+  EXPECT_NEAR(q->speakers[0].embedding[0], std::sqrt(0.5), 1e-6);
+  EXPECT_NEAR(q->speakers[0].embedding[2], std::sqrt(0.5), 1e-6);
+  EXPECT_EQ(q->speakers[1].embedding, unit(1));
+}
+
+TEST(Voiceprints, RefusesBadFiles) {
+  const std::string good =
+      "{\"name\": \"A\", \"seconds\": 3, \"embedding\": " + embedding_json(unit(0)) + "}";
+  expect_error(test::scratch().path() + "/none.json", "cannot be opened");
+  expect_error(test::scratch().path(), "is not a regular file");
+  expect_error(test::scratch().file("broken.json", "{\"format\": "), "is not valid JSON");
+  expect_error(test::scratch().file("other.json", "{\"name\": 1}"), "is not a voiceprints file");
+  expect_error(file_with("v2.json",
+                         "\"format\": \"speakerchange-voiceprints\", \"version\": 2, \"encoder\": "
+                         "\"resemblyzer-ge2e-0.1.4\", \"dimension\": 256",
+                         good),
+               "has version 2");
+  expect_error(file_with("enc.json",
+                         "\"format\": \"speakerchange-voiceprints\", \"version\": 1, \"encoder\": "
+                         "\"wespeaker-resnet34\", \"dimension\": 256",
+                         good),
+               "was made with encoder 'wespeaker-resnet34'");
+  expect_error(file_with("dim.json",
+                         "\"format\": \"speakerchange-voiceprints\", \"version\": 1, \"encoder\": "
+                         "\"resemblyzer-ge2e-0.1.4\", \"dimension\": 192",
+                         good),
+               "has dimension 192");
+  expect_error(file_with("short.json", kHeader,
+                         "{\"name\": \"A\", \"embedding\": " +
+                             embedding_json(std::vector<float>(192, 0.072f)) + "}"),
+               "has 192 values");
+  expect_error(file_with("twice.json", kHeader, good + "," + good), "names 'A' twice");
+  std::vector<float> not_unit = unit(0);
+  not_unit[0] = 2;
+  expect_error(file_with("norm.json", kHeader,
+                         "{\"name\": \"A\", \"embedding\": " + embedding_json(not_unit) + "}"),
+               "no unit-length embedding");
+  expect_error(file_with("noname.json", kHeader, "{\"embedding\": [1]}"), "is malformed");
+}
+
+TEST(VoiceRegistry, NearestAllowedVoice) {
+  VoiceRegistry r(10);
+  const int alice = r.enroll("Alice", unit(0));
+  const int a = r.add(unit(1), 3, 0);
+  const int b = r.add({}, 0, 0);  // provisional: no voiceprint, never a match
+  EXPECT_EQ(r.names()[a], "speaker-0");
+  EXPECT_EQ(r.names()[b], "speaker-1");
+  EXPECT_EQ(r.nearest(unit(1, 0.1f), [](int) { return true; }).id, a);
+  EXPECT_EQ(r.nearest(unit(1, 0.1f), [&](int id) { return id != a; }).id, alice);
+  EXPECT_EQ(r.nearest(unit(5), [&](int id) { return id == b; }).id, -1);
+  // Learning moves a voiceprint; an enrolled one stays as enrolled.
+  r.learn(a, unit(2), 3, 1);
+  EXPECT_NEAR(r.score(a, unit(2)), std::sqrt(0.5), 1e-5);
+  r.learn(alice, unit(3), 100, 1);
+  EXPECT_NEAR(r.score(alice, unit(0)), 1.0, 1e-6);
+}
+
+TEST(VoiceRegistry, ForgetsTheLeastRecentlyHeardButNeverTheEnrolled) {
+  VoiceRegistry r(3);
+  const int alice = r.enroll("Alice", unit(0));
+  const int first = r.add(unit(1), 1, 100);
+  const int second = r.add(unit(2), 1, 200);
+  r.heard(first, 300);  // `second` is now the least recently heard
+  const int third = r.add(unit(3), 1, 400);
+  EXPECT_EQ(r.size(), 3u);
+  EXPECT_NE(r.find(alice), nullptr);
+  EXPECT_NE(r.find(first), nullptr);
+  EXPECT_EQ(r.find(second), nullptr);
+  EXPECT_NE(r.find(third), nullptr);
+  EXPECT_EQ(r.names()[second], "speaker-1");  // old turns still name it
+  r.reset();
+  EXPECT_EQ(r.size(), 1u);
+  EXPECT_EQ(r.add({}, 0, 0), 1);  // enrolled ids stay, anonymous numbering restarts
+  EXPECT_EQ(r.names()[1], "speaker-0");
+}
+
+TEST(AudioHistory, KeepsWhatIsNewAndDropsWhatIsRead) {
+  AudioHistory h;
+  std::vector<float> window(100);
+  for (int i = 0; i < 100; ++i) window[i] = static_cast<float>(i);
+  h.add(-20, window.data(), 100);  // a left-padded first window: stream samples 0..79
+  std::vector<float> out;
+  EXPECT_EQ(h.copy(-5, 3, out), 3);
+  EXPECT_EQ(out, (std::vector<float>{20, 21, 22}));
+  h.add(30, window.data(), 100);  // overlaps: only 80..129 are new
+  EXPECT_EQ(h.end(), 130);
+  out.clear();
+  h.copy(79, 81, out);
+  EXPECT_EQ(out, (std::vector<float>{99, 50}));
+  h.drop_before(100);
+  out.clear();
+  EXPECT_EQ(h.copy(90, 102, out), 2);
+  EXPECT_EQ(out, (std::vector<float>{70, 71}));
+}
+
+}  // namespace
+}  // namespace speakerseg
