@@ -5,7 +5,7 @@
 
 Runs  uridecodebin ! audioconvert ! audioresample ! speakerchange ! fakesink  and prints one JSON
 object per change: {"time": s, "speaker": ..., "previous": ..., "confidence": ..., "active": [...],
-"delay": s}. --rttm also writes the current-speaker timeline as RTTM. --live plays the file in
+"delay": s} (and, with identity by voice, "voice": the match score). --rttm also writes the current-speaker timeline as RTTM. --live plays the file in
 real time (fakesink sync=true, latency mode), as a live source would deliver it. Any further
 NAME=VALUE arguments are set as properties of speakerchange (e.g. min-speech=0.5 threads=2).
 Progress goes to stderr. Uses the plugin in build/ when it is not installed.
@@ -55,6 +55,7 @@ def main():
         name, _, value = prop.partition("=")
         Gst.util_set_object_arg(sc, name, value)
 
+    reidentify = sc.get_property("reidentify")
     changes, error = [], None
     loop = GLib.MainLoop()
 
@@ -71,6 +72,8 @@ def main():
                 "active": list(active) if active is not None else [],
                 "delay": round(s.get_value("delay") / Gst.SECOND, 3),
             }
+            if reidentify:
+                change["voice"] = round(s.get_double("voice-score")[1], 3)
             changes.append(change)
             print(json.dumps(change), flush=True)
         elif msg.type == Gst.MessageType.ERROR:

@@ -7,7 +7,12 @@ runs with intra_op_num_threads = threads, inter_op 1, sequential execution, all 
 Ours runs `speakerseg bench` in a separate process (so neither one's thread pool disturbs the
 other). Prints a Markdown table with the ratio ours / ONNX Runtime, and our time per stage.
 
+With --voice, the GE2E voice encoder the same way: 160-frame mel partials (every 80 frames of the
+recording's mel, repeated to fill a batch; librosa's mel for ONNX Runtime, ours for
+`speakerseg bench-voice`, equal to 1e-5), partials per second at each batch size.
+
   .venv/bin/python3 scripts/bench_vs_onnxruntime.py [--threads 1 2] [--batch 1 32] [--seconds 5]
+                                                    [--voice [--voice-batch 1 8 32]]
 """
 import argparse
 import json
@@ -48,6 +53,46 @@ def bench_ort(model, x, threads, seconds):
     return float(np.median(times)), len(times)
 
 
+def voice_partials(path, batch):
+    import librosa
+
+    mel = librosa.feature.melspectrogram(y=read_wav(path), sr=RATE, n_fft=400, hop_length=160,
+                                         n_mels=40).T.astype(np.float32)
+    starts = list(range(0, len(mel) - 160 + 1, 80))
+    return np.stack([mel[starts[i % len(starts)]:][:160] for i in range(batch)])
+
+
+def bench_voice(a):
+    print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
+    print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
+    print("| threads | batch | ONNX Runtime partials/s | ours partials/s | ours / ORT | ours: ms of CPU per s of speech |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for threads in a.threads:
+        for batch in a.voice_batch:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = threads
+            so.inter_op_num_threads = 1
+            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            s = ort.InferenceSession(a.voice_model, so, providers=["CPUExecutionProvider"])
+            feed = {"mel": voice_partials(a.input, batch)}
+            s.run(None, feed)
+            times, start = [], time.perf_counter()
+            while time.perf_counter() - start < a.seconds or len(times) < 3:
+                t = time.perf_counter()
+                s.run(None, feed)
+                times.append(time.perf_counter() - t)
+            ort_ps = batch / float(np.median(times))
+            out = subprocess.run(
+                [a.speakerseg, "bench-voice", "--voice-model", a.voice_model, "--input", a.input,
+                 "--threads", str(threads), "--batch", str(batch), "--seconds", str(a.seconds)],
+                check=True, capture_output=True, text=True).stdout
+            ours = json.loads(out)["partials_per_s"]
+            # The stream embeds each stretch of clean speech once, as partials every 0.8 s.
+            cpu_ms = threads * 1000 / (ours * 0.8)
+            print(f"| {threads} | {batch} | {ort_ps:.1f} | {ours:.1f} | {ours / ort_ps:.2f} | {cpu_ms:.0f} |",
+                  flush=True)
+
+
 def cpu_name():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -63,7 +108,12 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--voice", action="store_true", help="the voice encoder instead of segmentation")
+    ap.add_argument("--voice-model", default=str(ROOT / "models" / "voice-encoder-ge2e.onnx"))
+    ap.add_argument("--voice-batch", type=int, nargs="+", default=[1, 8, 32])
     a = ap.parse_args()
+    if a.voice:
+        return bench_voice(a)
 
     print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
     print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")

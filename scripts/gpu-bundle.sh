@@ -25,6 +25,7 @@ PACKAGES=(
   libsndfile1-dev libsndfile1 libflac12 libvorbis0a libvorbisenc2 libopus0 libogg0 libmpg123-0
   libmp3lame0
   libgtest-dev
+  nlohmann-json3-dev
 )
 MODEL=models/segmentation-3.0.onnx
 REFERENCE=build/tests/reference

@@ -199,7 +199,9 @@ compile() {  # compile SOURCE: one object, its log beside it
 # opens the module, in the programs.
 MODULE=$WORK/bin/libspeakerseg-cuda.so
 MODEL=$DATA/model/segmentation-3.0.onnx
-CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\"")
+CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\""
+  -DSPEAKERSEG_BUILD_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\""
+  -DSPEAKERSEG_INSTALLED_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\"")
 CUDA_SRC=$SRC/core/engines/cuda
 for src in $(find "$SRC/core" -name '*.cpp' -not -path "$CUDA_SRC/*" | sort) \
   "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,cuda_engine}.cpp; do

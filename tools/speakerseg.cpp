@@ -60,6 +60,7 @@ const char kUsage[] =
     "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
     "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
     "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
+    "                    [--reidentify [--voice-model V]]\n"
     "      N live channels in real time through the element's streaming logic without GStreamer\n"
     "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
     "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
@@ -71,6 +72,9 @@ const char kUsage[] =
     "      partials every 80 mel frames, averaged); with --raw, no volume scaling and one row per\n"
     "      160-frame partial at mel frames 0, N, 2N, ... wholly inside the clip ([partials, "
     "256]).\n"
+    "  speakerseg bench-voice [--input FILE.wav] [--voice-model V] [--batch N] [--threads N]\n"
+    "                    [--seconds S]\n"
+    "      GE2E partials per second on the file's partials (one JSON line).\n"
     "  speakerseg info   [--model M]\n"
     "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
     "\n"
@@ -258,6 +262,43 @@ std::vector<float> read_clip(const Args& a) {
   const auto first = static_cast<size_t>(std::llround(start * kSampleRate));
   const auto last = std::min(audio.size(), static_cast<size_t>(std::llround(end * kSampleRate)));
   return std::vector<float>(audio.begin() + first, audio.begin() + last);
+}
+
+// Partials per second of the voice encoder on the file's partials (160 mel frames every 80),
+// repeated to fill the batch, after one warm-up call: the voice side of
+// scripts/bench_vs_onnxruntime.py.
+int cmd_bench_voice(const Args& a) {
+  const int batch = positive(a, "batch", 1);
+  const double seconds = a.number("seconds", 3.0);
+  auto encoder = make_voice_encoder(a);
+  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const MelSpectrogram mel;
+  const std::vector<float> spectrum = mel.compute(audio.data(), static_cast<int64_t>(audio.size()));
+  const auto starts =
+      partial_starts(MelSpectrogram::frames_for(static_cast<int64_t>(audio.size())));
+  if (starts.empty()) throw std::invalid_argument("the input is shorter than one partial (1.59 s)");
+  const size_t per = static_cast<size_t>(kPartialFrames) * kMelBands;
+  std::vector<float> partials(batch * per), out(static_cast<size_t>(batch) * kEmbeddingDim);
+  for (int i = 0; i < batch; ++i)
+    std::copy_n(&spectrum[static_cast<size_t>(starts[i % starts.size()]) * kMelBands], per,
+                &partials[i * per]);
+  encoder->embed(partials.data(), batch, kPartialFrames, out.data());  // warm-up
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+             seconds ||
+         times.size() < 3) {
+    const auto t = std::chrono::steady_clock::now();
+    encoder->embed(partials.data(), batch, kPartialFrames, out.data());
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  std::printf(
+      "{\"encoder\": \"%s\", \"batch\": %d, \"runs\": %zu, \"ms_per_call\": %.3f, "
+      "\"partials_per_s\": %.1f}\n",
+      encoder->description().c_str(), batch, times.size(), 1e3 * median, batch / median);
+  return 0;
 }
 
 int cmd_enroll(const Args& a) {
@@ -489,6 +530,16 @@ int cmd_live(const Args& a) {
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
   auto model = load_model(a);
+  settings.identity.enabled = a.flag("reidentify");
+  std::shared_ptr<const VoiceModel> voice_model;
+  if (settings.identity.enabled)
+    voice_model = VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path()));
+  auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
+    if (!voice_model) return nullptr;
+    CpuEngineOptions options;
+    options.threads = static_cast<int>(a.number("threads", 0));
+    return make_cpu_voice_encoder(voice_model, options);
+  };
 
   struct Channel {
     std::unique_ptr<WindowSegmenter> segmenter;
@@ -496,14 +547,15 @@ int cmd_live(const Args& a) {
     int64_t offset = 0;
   };
   std::shared_ptr<SharedScheduler> scheduler;
-  if (!own) scheduler = std::make_shared<SharedScheduler>(make_engine(a, model, batch), batch);
+  if (!own)
+    scheduler = std::make_shared<SharedScheduler>(make_engine(a, model, batch), batch, voice());
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);
   for (int i = 0; i < n; ++i) {
     Channel& c = channels[static_cast<size_t>(i)];
     if (own)
       c.segmenter = make_async_segmenter(make_engine(a, model, 1), settings,
-                                         AsyncSegmenterOptions{1, 4, true});
+                                         AsyncSegmenterOptions{1, 4, true}, voice());
     else
       c.segmenter = std::make_unique<SharedSegmenterChannel>(scheduler, settings,
                                                              SharedChannelOptions{4, true, 0});
@@ -591,6 +643,7 @@ int main(int argc, char** argv) {
     if (a.command == "live") return cmd_live(a);
     if (a.command == "voiceprint") return cmd_voiceprint(a);
     if (a.command == "enroll") return cmd_enroll(a);
+    if (a.command == "bench-voice") return cmd_bench_voice(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       usage(stdout);
       return 0;

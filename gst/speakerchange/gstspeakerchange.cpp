@@ -45,6 +45,24 @@
  *   of a stretch of stream (EOS, discontinuity, long gap), which are announced with the audio
  *   there is. It does not depend on how fast inference runs: in a live pipeline the time the
  *   window waited and ran comes on top (`speaker-change-stats` reports it).
+ * * #gdouble `voice-score`: with #GstSpeakerChange:reidentify, the cosine similarity between the
+ *   new speaker's latest voice evidence and the voiceprint it was matched to (the same person is
+ *   typically above 0.75); 0 for a voice heard here for the first time, one not yet heard alone
+ *   long enough to embed (1.6 s), nobody, or reidentify off.
+ *
+ * ## Identity by voice
+ *
+ * With #GstSpeakerChange:reidentify (on where the voice model is installed), `speaker` names a
+ * voice rather than a window-to-window overlap: each speaker's clean speech (where they alone are
+ * active) runs through the GE2E voice encoder, so that a speaker who comes back after other
+ * people or after silence gets their label back, voices heard in one window never share a label,
+ * and the people of the #GstSpeakerChange:voiceprints file (made with `speakerseg enroll`) are
+ * announced by name. A label is decided when its first frame is final, from the clean speech the
+ * element holds by then (at most #GstSpeakerChange:latency of it past that frame); with less than
+ * 1.6 s of it the speaker gets a provisional new label, which becomes the known one (from the
+ * next change on, without a change of its own) once enough clean speech has been heard. Changes
+ * already announced are never relabelled. #GstSpeakerChange:max-speakers caps how many people a
+ * stream is told apart into. The voice encoder runs on the CPU, next to the segmentation engine.
  *
  * The structure is sent
  *

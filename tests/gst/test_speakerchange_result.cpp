@@ -33,6 +33,7 @@ void fill(Result& r, std::vector<const char*> active) {
   active.push_back(nullptr);
   r.active_speakers = g_strdupv(const_cast<gchar**>(active.data()));
   r.confidence = 0.84703655044237769;
+  r.voice_score = 0.8125;
 }
 
 void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult& b) {
@@ -44,6 +45,7 @@ void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult&
   EXPECT_STREQ(a.previous_speaker, b.previous_speaker);
   EXPECT_EQ(strv(a.active_speakers), strv(b.active_speakers));
   EXPECT_EQ(a.confidence, b.confidence);
+  EXPECT_EQ(a.voice_score, b.voice_score);
 }
 
 GstStructure* parse_string(const char* text) {
@@ -76,13 +78,26 @@ TEST(SpeakerChangeResult, StructureLayout) {
       {"timestamp", G_TYPE_UINT64},        {"running-time", G_TYPE_UINT64},
       {"stream-time", G_TYPE_UINT64},      {"speaker", G_TYPE_STRING},
       {"previous-speaker", G_TYPE_STRING}, {"active-speakers", GST_TYPE_ARRAY},
-      {"confidence", G_TYPE_DOUBLE},       {"delay", G_TYPE_UINT64}};
+      {"confidence", G_TYPE_DOUBLE},       {"delay", G_TYPE_UINT64},
+      {"voice-score", G_TYPE_DOUBLE}};
   ASSERT_EQ(gst_structure_n_fields(s), static_cast<gint>(fields.size()));
   for (size_t i = 0; i < fields.size(); i++) {
     EXPECT_EQ(gst_structure_nth_field_name(s, static_cast<guint>(i)), fields[i].first);
     EXPECT_EQ(gst_structure_get_field_type(s, fields[i].first.c_str()), fields[i].second)
         << fields[i].first;
   }
+  gst_structure_free(s);
+}
+
+// A structure of an element before identity by voice has no voice-score: it parses, with 0.
+TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScore) {
+  GstStructure* s = parse_string(
+      "speaker-change, timestamp=(guint64)1, running-time=(guint64)1, stream-time=(guint64)1, "
+      "speaker=(string)a, previous-speaker=(string)b, active-speakers=(string)< a >, "
+      "confidence=(double)0.5, delay=(guint64)2");
+  Result out;
+  ASSERT_TRUE(gst_speaker_change_result_parse_structure(s, &out));
+  EXPECT_EQ(out.voice_score, 0.0);
   gst_structure_free(s);
 }
 
