@@ -24,14 +24,31 @@ if ! [ -f build-nocuda/build.ninja ]; then
 fi
 meson test -C build-nocuda --print-errorlogs || status=1
 
-.venv/bin/python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
-  build-nocuda/meson-logs/testlog.json <<'PY'
-import json, sys
+# Every test case counts: the cases of a GoogleTest program (its XML report, GPU cases that skip
+# without a device included) one by one, any other test program as one.
+.venv/bin/python3 - build build-asan build-nocuda <<'PY'
+import json, pathlib, sys
+import xml.etree.ElementTree as ET
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-for path in sys.argv[1:]:
-    for line in open(path):
-        r = json.loads(line)["result"]
-        counts["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
+for build in map(pathlib.Path, sys.argv[1:]):
+    for line in open(build / "meson-logs" / "testlog.json"):
+        r = json.loads(line)
+        report = build / f"{r['name']}.xml"
+        cases = ET.parse(report).getroot().iter("testcase") if report.exists() else []
+        seen = {"passed": 0, "failed": 0, "skipped": 0}
+        for case in cases:
+            if case.find("failure") is not None:
+                seen["failed"] += 1
+            elif case.get("result") == "skipped" or case.find("skipped") is not None:
+                seen["skipped"] += 1
+            else:
+                seen["passed"] += 1
+        if r["result"] not in ("OK", "SKIP") and seen["failed"] == 0:
+            seen["failed"] += 1  # crashed, timed out, or a program without a report
+        if sum(seen.values()) == 0:
+            seen["passed" if r["result"] == "OK" else "skipped" if r["result"] == "SKIP" else "failed"] += 1
+        for k in counts:
+            counts[k] += seen[k]
 print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
 PY
 exit $status
