@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/run_detector.h"
 #include "common/temp_dir.h"
 #include "common/test_env.h"
 #include "engines/cpu/cpu_engine.h"
@@ -59,13 +60,7 @@ std::vector<SpeakerChange> detect(Fixture& fx, const std::vector<float>& audio, 
   StreamSettings s;  // defaults: latency 2 s, step 1 s
   s.identity.enabled = reidentify;
   SpeakerChangeDetector d(*fx.engine, s, 1, reidentify ? fx.voice.get() : nullptr, enrolled);
-  std::vector<SpeakerChange> out;
-  for (size_t i = 0; i < audio.size(); i += 320) {
-    d.push(&audio[i], std::min<size_t>(320, audio.size() - i));
-    for (auto& c : d.take_changes()) out.push_back(c);
-  }
-  d.finish();
-  for (auto& c : d.take_changes()) out.push_back(c);
+  const std::vector<SpeakerChange> out = test::run_detector(d, audio);
   for (const auto& c : out)
     std::printf("[ %-8s ] %7.3f s  %-10s -> %-10s voice %.3f\n", reidentify ? "voice" : "overlap",
                 c.sample / double(kSampleRate), c.previous.c_str(), c.speaker.c_str(),

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/run_detector.h"
 #include "common/test_env.h"
 #include "engines/cpu/cpu_engine.h"
 #include "io/audio_file.h"
@@ -59,14 +60,7 @@ struct Fixture {
 std::vector<SpeakerChange> detect(SegmentationEngine& engine, const std::vector<float>& audio,
                                   const StreamSettings& s, int batch) {
   SpeakerChangeDetector d(engine, s, batch);
-  std::vector<SpeakerChange> out;
-  for (size_t i = 0; i < audio.size(); i += 320) {
-    d.push(&audio[i], std::min<size_t>(320, audio.size() - i));
-    for (auto& c : d.take_changes()) out.push_back(c);
-  }
-  d.finish();
-  for (auto& c : d.take_changes()) out.push_back(c);
-  return out;
+  return test::run_detector(d, audio);
 }
 
 TEST(SpeakerChanges, FoundNearTheAnnotatedTurnChanges) {
