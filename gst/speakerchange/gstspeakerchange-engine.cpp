@@ -168,6 +168,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     return false;
   }
   std::shared_ptr<const speakerseg::VoiceModel> voice_model;
+  s->enrolled.reset();  // a start that failed left the last one's (stop() does not run then)
   if (p.reidentify) {
     try {
       voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model);
