@@ -132,6 +132,15 @@ int SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& s
   return id;
 }
 
+void SpeakerIdentifier::merge(int voice, const Match& into, TurnTracker& tracker) {
+  ++stats_.merged;
+  for (auto& [h, l] : labels_)
+    if (l.voice == voice) l.voice = into.id;
+  tracker.rename(voice, into.id);
+  voices_.forget(voice);
+  scores_[into.id] = into.score;
+}
+
 void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder,
                                        TurnTracker& tracker) {
   Label& l = labels_[label];
@@ -150,13 +159,8 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
     const Match m = voices_.nearest(e, allowed);
     if (m.id >= 0 && m.score >= settings_.match_threshold) {
       // The provisional voice was someone known all along: one voice from now on, silently.
-      ++stats_.merged;
-      for (auto& [h, other] : labels_)
-        if (other.voice == current) other.voice = m.id;
-      tracker.rename(current, m.id);
-      voices_.forget(current);
+      merge(current, m, tracker);
       voices_.learn(m.id, e, seconds, now);
-      scores_[m.id] = m.score;
     } else {
       voices_.learn(current, e, seconds, now);
     }
@@ -171,12 +175,7 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
       return o && o->enrolled && allowed(id);
     });
     if (named.id >= 0 && named.score >= settings_.match_threshold && named.score > s) {
-      ++stats_.merged;
-      for (auto& [h, other] : labels_)
-        if (other.voice == current) other.voice = named.id;
-      tracker.rename(current, named.id);
-      voices_.forget(current);
-      scores_[named.id] = named.score;
+      merge(current, named, tracker);
       return;
     }
   }

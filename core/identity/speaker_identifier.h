@@ -76,6 +76,9 @@ class SpeakerIdentifier {
 
   int decide(int label, int64_t frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder);
   void weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder, TurnTracker& tracker);
+  // `voice` is `into` after all: every label holding it, and the turn tracker, move over without
+  // a change being announced, and the voice is forgotten.
+  void merge(int voice, const Match& into, TurnTracker& tracker);
   // Voices another label holds that was active within a window of `frame`, or that is active
   // in `ahead` (the frames the stitcher holds past it).
   std::vector<int> touching(int label, int64_t frame,
