@@ -25,7 +25,46 @@ if BUILD_PLUGIN.is_dir():
 import gi  # noqa: E402
 
 gi.require_version("Gst", "1.0")
-from gi.repository import GLib, Gst  # noqa: E402
+from gi.repository import GLib, GObject, Gst  # noqa: E402
+
+
+def set_checked(element, name, text):
+    """Sets a property from its text as gst-launch-1.0 would, but refuses what gst-launch only
+    warns about: an unknown property, a value that does not parse, one out of range."""
+    factory = element.get_factory().get_name()
+    spec = element.find_property(name)
+    if spec is None:
+        raise ValueError(f"{factory} has no property '{name}' (gst-inspect-1.0 {factory} lists them)")
+    if not spec.flags & GObject.ParamFlags.WRITABLE:
+        raise ValueError(f"{factory}'s property '{name}' is read-only")
+    t = spec.value_type
+    bad = f"{name}={text!r}: "
+    if t.is_a(GObject.TYPE_ENUM):
+        choices = {v.value_nick: v for v in type(spec.default_value).__enum_values__.values()}
+        if text not in choices:
+            raise ValueError(bad + f"{name} takes one of {', '.join(choices)}")
+        value = choices[text]
+    elif t == GObject.TYPE_BOOLEAN:
+        words = {"true": True, "yes": True, "1": True, "on": True,
+                 "false": False, "no": False, "0": False, "off": False}
+        if text.lower() not in words:
+            raise ValueError(bad + f"{name} takes true or false")
+        value = words[text.lower()]
+    elif t in (GObject.TYPE_DOUBLE, GObject.TYPE_FLOAT, GObject.TYPE_INT, GObject.TYPE_UINT,
+               GObject.TYPE_INT64, GObject.TYPE_UINT64, GObject.TYPE_LONG, GObject.TYPE_ULONG):
+        integer = t not in (GObject.TYPE_DOUBLE, GObject.TYPE_FLOAT)
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise ValueError(bad + f"{name} takes {'a whole number' if integer else 'a number'}") from None
+        if not spec.minimum <= value <= spec.maximum:
+            raise ValueError(bad + f"{name} must be from {spec.minimum:g} to {spec.maximum:g}")
+    elif t == GObject.TYPE_STRING:
+        value = text
+    else:
+        Gst.util_set_object_arg(element, name, text)
+        return
+    element.set_property(name, value)
 
 
 def main():
@@ -42,18 +81,45 @@ def main():
     if Gst.ElementFactory.find("speakerchange") is None:
         sys.exit("speakerchange: plugin not found: run scripts/setup.sh (or set GST_PLUGIN_PATH)")
     uri = a.recording if "://" in a.recording else pathlib.Path(a.recording).resolve().as_uri()
+    # The decoder's pads are linked by hand, so that only audio is taken and a recording without
+    # an audio track is said to be one (a parse_launch link would end in "not-linked").
     pipeline = Gst.parse_launch(
-        f'uridecodebin uri="{uri}" ! audioconvert ! audioresample ! '
+        f'uridecodebin name=src uri="{uri}" audioconvert name=conv ! audioresample ! '
         "audio/x-raw,format=F32LE,rate=16000,channels=1 ! speakerchange name=sc ! "
         f"fakesink sync={'true' if a.live else 'false'}")
     sc = pipeline.get_by_name("sc")
-    if a.latency is not None:
-        sc.set_property("latency", a.latency)
-    if a.live:
-        sc.set_property("mode", "latency")
-    for prop in a.props:
-        name, _, value = prop.partition("=")
-        Gst.util_set_object_arg(sc, name, value)
+    try:
+        if a.latency is not None:
+            set_checked(sc, "latency", str(a.latency))
+        if a.live:
+            set_checked(sc, "mode", "latency")
+        for prop in a.props:
+            name, eq, value = prop.partition("=")
+            if not eq:
+                raise ValueError(f"{prop!r}: properties are given as NAME=VALUE")
+            set_checked(sc, name, value)
+    except ValueError as e:
+        sys.exit(f"speakerchange: {e}")
+
+    conv_sink = pipeline.get_by_name("conv").get_static_pad("sink")
+    streams = []
+
+    def on_pad_added(_src, pad):
+        caps = pad.get_current_caps() or pad.query_caps(None)
+        kind = caps.get_structure(0).get_name() if caps and caps.get_size() else "unknown"
+        streams.append(kind)
+        if kind.startswith("audio/") and not conv_sink.is_linked():
+            pad.link(conv_sink)
+
+    def on_no_more_pads(_src):
+        if not conv_sink.is_linked():
+            found = ", ".join(streams) or "none"
+            pipeline.post_message(Gst.Message.new_application(pipeline, Gst.Structure.new_from_string(
+                f'no-audio, streams="{found}"')))
+
+    src = pipeline.get_by_name("src")
+    src.connect("pad-added", on_pad_added)
+    src.connect("no-more-pads", on_no_more_pads)
 
     reidentify = sc.get_property("reidentify")
     changes, error = [], None
@@ -76,6 +142,10 @@ def main():
                 change["voice"] = round(s.get_double("voice-score")[1], 3)
             changes.append(change)
             print(json.dumps(change), flush=True)
+        elif msg.type == Gst.MessageType.APPLICATION and msg.get_structure().get_name() == "no-audio":
+            error = (f"{a.recording} has no audio track (its streams: "
+                     f"{msg.get_structure().get_string('streams')})")
+            loop.quit()
         elif msg.type == Gst.MessageType.ERROR:
             err, debug = msg.parse_error()
             error = f"{err.message}" + (f" ({debug})" if debug else "")

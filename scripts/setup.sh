@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential meson ninja-build pkg-config git ca-certificates
-  libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libgtest-dev libgmock-dev
+  libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libmpg123-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev
   python3 python3-venv python3-pip espeak-ng
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools

@@ -30,6 +30,7 @@
 #include "scheduling/shared_segmenter.h"
 #include "streaming/sliding_windows.h"
 #include "streaming/speaker_change_detector.h"
+#include "streaming/stream_settings.h"
 #include "streaming/window_buffer.h"
 
 using namespace speakerseg;
@@ -84,6 +85,7 @@ const char kUsage[] =
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
+    "    --verbose                say which engine auto chose, and why\n"
     "\n"
     "  --model defaults to $SPEAKERCHANGE_MODEL, else the build tree's model where it exists,\n"
     "  else the installed one (--voice-model likewise, from $SPEAKERCHANGE_VOICE_MODEL):\n";
@@ -122,8 +124,8 @@ Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) throw std::invalid_argument("no command given");
   a.command = argv[1];
-  const char* booleans[] = {"profile", "json", "offline", "no-cuda-graphs",
-                            "tf32",    "own",  "raw",     "reidentify"};
+  const char* booleans[] = {"profile", "json", "offline",    "no-cuda-graphs", "tf32",
+                            "own",     "raw",  "reidentify", "verbose"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
@@ -168,7 +170,9 @@ std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
   if (engine == "auto") {
     std::string why;
     use_cuda = cuda_device_count(&why) > 0;
-    if (!use_cuda)
+    // No GPU is the common case for auto, not news: said only when asked (--engine cuda fails
+    // with the reason instead).
+    if (!use_cuda && a.flag("verbose"))
       std::fprintf(stderr, "speakerseg: no CUDA device found (%s): using the CPU engine\n",
                    why.c_str());
   }
@@ -185,7 +189,7 @@ std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
     throw std::runtime_error(
         "--engine cuda: this build has no CUDA engine (rebuild with -Dcuda=enabled on a machine "
         "with the CUDA toolkit and cuDNN 9)");
-  if (engine == "auto")
+  if (engine == "auto" && a.flag("verbose"))
     std::fprintf(stderr, "speakerseg: this build has no CUDA engine: using the CPU engine\n");
 #endif
   if (cuda_options)
@@ -214,7 +218,7 @@ int cmd_logits(const Args& a) {
   if (input.empty() || output.empty())
     throw std::invalid_argument("logits needs --input and --output");
   const double step_s = a.number("step", 1.0);
-  if (!(step_s > 0)) throw std::invalid_argument("--step must be positive");
+  check_range(kStepRange, step_s);
   const int batch = positive(a, "batch", 32);
   auto engine = make_engine(a, load_model(a), batch);
   const std::vector<float> audio = read_mono_16k(input);
@@ -378,7 +382,8 @@ int cmd_changes(const Args& a) {
   id.evidence_seconds = a.number("evidence-seconds", id.evidence_seconds);
   id.decision_seconds = a.number("decision-seconds", id.decision_seconds);
   id.clean_others = a.number("clean-others", id.clean_others);
-  id.max_speakers = static_cast<int>(a.number("max-speakers", 0));
+  id.max_speakers = a.flag("max-speakers") ? positive(a, "max-speakers", 1) : 0;
+  validate_settings(settings, a.flag("offline"));
   if (!id.enabled && (a.flag("voiceprints") || a.flag("voice-model") || a.flag("max-speakers")))
     throw std::invalid_argument(
         "--voiceprints, --voice-model and --max-speakers need --reidentify");
@@ -523,6 +528,7 @@ int cmd_live(const Args& a) {
   StreamSettings settings;
   settings.step = a.number("step", settings.step);
   settings.latency = a.number("latency", settings.latency);
+  validate_settings(settings);
   const bool own = a.flag("own");
   const int batch = positive(a, "batch", own ? 1 : 32);
   const int feeders = std::min(n, positive(a, "feeders", 1));

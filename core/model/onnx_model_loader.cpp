@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -34,12 +35,26 @@ void check_sinc_symmetry(const GraphIndex& g, const std::vector<float>& filters)
     const bool cosine = f < kSincFilters / 2;
     for (int k = 0; k <= kSincKernel / 2; ++k) {
       const float mirror = w[kSincKernel - 1 - k];
-      if (std::fabs(cosine ? w[k] - mirror : w[k] + mirror) > tolerance)
-        g.fail("SincNet filter " + std::to_string(f) + " is not " +
-               (cosine ? "symmetric" : "antisymmetric") + " about its centre tap (taps " +
-               std::to_string(k) + " and " + std::to_string(kSincKernel - 1 - k) + ": " +
-               std::to_string(w[k]) + ", " + std::to_string(mirror) +
-               "), as segmentation-3.0's band-pass filters are");
+      const float off = std::fabs(cosine ? w[k] - mirror : w[k] + mirror);
+      if (off <= tolerance) continue;
+      // Full precision: at std::to_string's six decimals two unequal taps can print alike.
+      const auto num = [](float v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", v);
+        return std::string(buf);
+      };
+      const int m = kSincKernel - 1 - k;
+      const std::string filter =
+          "SincNet filter " + std::to_string(f) + " (a " + (cosine ? "cosine" : "sine") +
+          " filter, " + (cosine ? "symmetric" : "antisymmetric") +
+          " about its centre tap, as segmentation-3.0's band-pass filters are)";
+      const std::string rule =
+          k == m ? "its centre tap " + std::to_string(k) + " must be 0 but holds " + num(w[k])
+                 : "tap " + std::to_string(k) + " must hold " + (cosine ? "" : "minus ") +
+                       "what tap " + std::to_string(m) + " holds, but holds " + num(w[k]) +
+                       " against " + num(mirror);
+      g.fail(filter + " is not " + (cosine ? "symmetric" : "antisymmetric") + ": " + rule +
+             " (off by " + num(off) + ", more than the " + num(tolerance) + " allowed)");
     }
   }
 }

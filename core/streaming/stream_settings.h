@@ -1,7 +1,23 @@
 // What a user tunes in the streaming speaker-change logic; the element's properties map onto it.
 #pragma once
 
+#include <string>
+
 namespace speakerseg {
+
+// What each setting accepts, in one place: the element's property ranges and the tool's option
+// checks both come from here, so the two front doors take the same values.
+struct SettingRange {
+  const char* name;
+  double min, max;
+  const char* unit;
+};
+inline constexpr SettingRange kStepRange{"step", 0.1, 10.0, " s"};
+inline constexpr SettingRange kLatencyRange{"latency", 0.0, 60.0, " s"};
+inline constexpr SettingRange kMinSpeechRange{"min-speech", 0.0, 10.0, " s"};
+inline constexpr SettingRange kMinSilenceRange{"min-silence", 0.0, 10.0, " s"};
+inline constexpr SettingRange kVoiceThresholdRange{"voice-threshold", 0.0, 1.0, ""};
+inline constexpr SettingRange kMaxSpeakersRange{"max-speakers", 0, 1000, ""};
 
 // Identity by voice (core/identity): who a stream speaker is, all stream long. The cosine
 // thresholds are on GE2E utterance embeddings (same person ~0.82 on average, different ~0.60 on
@@ -29,5 +45,10 @@ struct StreamSettings {
   double switch_margin = 1.0;
   IdentitySettings identity;
 };
+
+// Throws std::invalid_argument naming the first setting outside its range (and the range).
+// `offline`: the latency is the whole stream, not a user's value, and is not checked.
+void validate_settings(const StreamSettings& settings, bool offline = false);
+void check_range(const SettingRange& range, double value);
 
 }  // namespace speakerseg

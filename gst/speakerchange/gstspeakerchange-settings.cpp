@@ -106,9 +106,9 @@ void install_properties(GObjectClass* gobject_class) {
    */
   g_object_class_install_property(
       gobject_class, PROP_STEP,
-      g_param_spec_double("step", "Step",
-                          "Seconds between the ends of successive 10 s analysis windows", 0.1, 10.0,
-                          kDefaultStep, kReadyFlags));
+      g_param_spec_double(
+          "step", "Step", "Seconds between the ends of successive 10 s analysis windows",
+          speakerseg::kStepRange.min, speakerseg::kStepRange.max, kDefaultStep, kReadyFlags));
   /**
    * GstSpeakerChange:latency:
    *
@@ -120,7 +120,8 @@ void install_properties(GObjectClass* gobject_class) {
       g_param_spec_double("latency", "Latency",
                           "Seconds of right context a frame waits for before it is final (changes "
                           "are announced at least this late)",
-                          0.0, 60.0, kDefaultLatency, kReadyFlags));
+                          speakerseg::kLatencyRange.min, speakerseg::kLatencyRange.max,
+                          kDefaultLatency, kReadyFlags));
   /**
    * GstSpeakerChange:min-speech:
    *
@@ -129,7 +130,8 @@ void install_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_MIN_SPEECH,
       g_param_spec_double("min-speech", "Minimum speech",
-                          "Seconds a new current speaker must last to count as a change", 0.0, 10.0,
+                          "Seconds a new current speaker must last to count as a change",
+                          speakerseg::kMinSpeechRange.min, speakerseg::kMinSpeechRange.max,
                           kDefaultMinSpeech, kReadyFlags));
   /**
    * GstSpeakerChange:min-silence:
@@ -139,8 +141,9 @@ void install_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_MIN_SILENCE,
       g_param_spec_double("min-silence", "Minimum silence",
-                          "Seconds nobody must speak before \"nobody\" counts as a change", 0.0,
-                          10.0, kDefaultMinSilence, kReadyFlags));
+                          "Seconds nobody must speak before \"nobody\" counts as a change",
+                          speakerseg::kMinSilenceRange.min, speakerseg::kMinSilenceRange.max,
+                          kDefaultMinSilence, kReadyFlags));
   /**
    * GstSpeakerChange:threads:
    *
@@ -325,7 +328,8 @@ void install_properties(GObjectClass* gobject_class) {
       gobject_class, PROP_MAX_SPEAKERS,
       g_param_spec_int("max-speakers", "Maximum speakers",
                        "Most people a stream is told apart into (0 = no limit; needs reidentify)",
-                       0, 1000, 0, kReadyFlags));
+                       static_cast<int>(speakerseg::kMaxSpeakersRange.min),
+                       static_cast<int>(speakerseg::kMaxSpeakersRange.max), 0, kReadyFlags));
   /**
    * GstSpeakerChange:voice-threshold:
    *
@@ -336,8 +340,10 @@ void install_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_VOICE_THRESHOLD,
       g_param_spec_double("voice-threshold", "Voice threshold",
-                          "Cosine similarity at which a voice is taken for a known person", 0.0,
-                          1.0, kCoreDefaults.identity.match_threshold, kReadyFlags));
+                          "Cosine similarity at which a voice is taken for a known person",
+                          speakerseg::kVoiceThresholdRange.min,
+                          speakerseg::kVoiceThresholdRange.max,
+                          kCoreDefaults.identity.match_threshold, kReadyFlags));
 
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_ENGINE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_MODE, static_cast<GstPluginAPIFlags>(0));

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """pipelines/speaker-changes.py (the element in a real decoding pipeline) against `speakerseg
 changes` (the core on its own): the same recording must give the same changes, and the RTTM must
-be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy."""
+be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy, and refuses what
+gst-launch-1.0 refuses (unknown properties, values that do not parse or are out of range) and a
+recording without an audio track, each with a message and a non-zero exit."""
 import json
 import pathlib
 import subprocess
@@ -47,6 +49,30 @@ with tempfile.TemporaryDirectory() as tmp:
     near = sum(any(abs(d["time"] - c["time"]) <= 0.5 for d in decoded) for c in core)
     if run.returncode != 0 or near < len(core) - 1:
         failures.append(f"compressed copy: exit {run.returncode}, {near}/{len(core)} changes found: {run.stderr}")
+
+    # Refused before anything runs, as gst-launch-1.0 refuses them; a video-only file is said to be one.
+    video = pathlib.Path(tmp) / "video.webm"
+    subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=20", "!",
+                    "video/x-raw,width=64,height=48", "!", "vp8enc", "!", "webmmux", "!", "filesink",
+                    f"location={video}"], check=True)
+    for args, expect in (
+        ([recording, "bogus=1"], "has no property 'bogus'"),
+        ([recording, "threads=abc"], "threads takes a whole number"),
+        ([recording, "latency=100"], "latency must be from 0 to 60"),
+        ([recording, "--latency", "100"], "latency must be from 0 to 60"),
+        ([recording, "step=0"], "step must be from 0.1 to 10"),
+        ([recording, "mode=fast"], "mode takes one of auto, latency, throughput"),
+        ([recording, "reidentify=maybe"], "reidentify takes true or false"),
+        ([recording, "threads"], "NAME=VALUE"),
+        ([str(video)], "has no audio track (its streams: video/x-raw)"),
+    ):
+        run = subprocess.run([sys.executable, str(script), *args, f"model={model}"], capture_output=True,
+                             text=True)
+        if run.returncode == 0 or expect not in run.stderr or run.stdout:
+            failures.append(f"{args}: exit {run.returncode}, stdout {run.stdout!r}, stderr {run.stderr!r} "
+                            f"lacks {expect!r}")
+        else:
+            print(f"refused as expected: {run.stderr.strip()}")
 
 for f in failures:
     print("FAIL:", f)

@@ -180,8 +180,10 @@ TEST(ModelLoader, SincFiltersWithoutTheirSymmetry) {
   struct Case {
     int filter, tap;
     const char* what;
-  } cases[] = {{3, 10, "SincNet filter 3 is not symmetric about its centre tap (taps 10 and 240"},
-               {52, kSincKernel / 2, "SincNet filter 52 is not antisymmetric"}};
+  } cases[] = {
+      {3, 10, "is not symmetric: tap 10 must hold what tap 240 holds, but holds"},
+      {52, kSincKernel / 2, "is not antisymmetric: its centre tap 125 must be 0 but holds"},
+      {60, 3, "is not antisymmetric: tap 3 must hold minus what tap 247 holds"}};
   for (const Case& c : cases) {
     onnx::ModelProto m = real_proto();
     bool changed = false;

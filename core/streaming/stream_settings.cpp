@@ -1,0 +1,25 @@
+#include "streaming/stream_settings.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace speakerseg {
+
+void check_range(const SettingRange& range, double value) {
+  if (value >= range.min && value <= range.max) return;  // NaN fails both
+  std::ostringstream msg;
+  msg << range.name << " must be from " << range.min << " to " << range.max << range.unit
+      << ", got " << value;
+  throw std::invalid_argument(msg.str());
+}
+
+void validate_settings(const StreamSettings& s, bool offline) {
+  check_range(kStepRange, s.step);
+  if (!offline) check_range(kLatencyRange, s.latency);
+  check_range(kMinSpeechRange, s.min_speech);
+  check_range(kMinSilenceRange, s.min_silence);
+  check_range(kVoiceThresholdRange, s.identity.match_threshold);
+  check_range(kMaxSpeakersRange, s.identity.max_speakers);
+}
+
+}  // namespace speakerseg
