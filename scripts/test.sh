@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: set up (idempotent), then every test in a release build (with the CUDA engine
 # where the toolkit is installed; its GPU tests skip without a GPU), again in an AddressSanitizer +
-# UBSan build, and the CUDA-dependent ones in a build without CUDA. Ends with one
-# "N passed, N failed, N skipped" line.
+# UBSan build without the CUDA engine (so that a build without it keeps building and passing),
+# the scheduler's threads under ThreadSanitizer, and each fuzz target briefly over its corpus
+# (scripts/fuzz.sh). Ends with one "N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,35 +13,47 @@ status=0
 meson test -C build --print-errorlogs || status=1
 
 if ! [ -f build-asan/build.ninja ]; then
-  meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
+  meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dcuda=disabled
 fi
 # halt_on_error: a sanitizer report fails the test instead of scrolling past.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   meson test -C build-asan --print-errorlogs || status=1
 
-# A build without the CUDA engine must keep building and passing where the toolkit is installed:
-# all of it builds, and the tests of what differs without CUDA run (the tool, the element and the
-# programs around them; the core's suites are the same code as in the build above).
-if ! [ -f build-nocuda/build.ninja ]; then
-  meson setup build-nocuda --buildtype=release -Dcuda=disabled
+# The shared scheduler's threads (many channels submitting, flushing, failing, stopping) under
+# ThreadSanitizer: the core and that one suite, on the release build's reference data. No
+# suppressions: a report fails the run.
+if ! [ -f build-tsan/build.ninja ]; then
+  meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Dcuda=disabled \
+    -Dgst=disabled >/dev/null
 fi
-meson compile -C build-nocuda
-nocuda_tests=$(meson test -C build-nocuda --list 2>/dev/null |
-  grep -E -x 'model_loader|speakerseg_cli|speakerchange_element|speakerchange_result|pipeline_script|example_.*')
-# shellcheck disable=SC2086  # one test name per word
-meson test -C build-nocuda --print-errorlogs $nocuda_tests || status=1
+meson compile -C build-tsan tests/test_shared_segmenter >/dev/null
+rm -f build-tsan/shared_segmenter.xml
+SPEAKERSEG_MODEL=$PWD/models/segmentation-3.0.onnx SPEAKERSEG_REFERENCE_DIR=$PWD/build/tests/reference \
+TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+  build-tsan/tests/test_shared_segmenter --gtest_output=xml:build-tsan/shared_segmenter.xml ||
+  { echo "test.sh: shared_segmenter under ThreadSanitizer failed"; status=1; }
+
+# Every fuzz target for a few seconds: the committed corpus (crash regressions included), then
+# new inputs. Long runs: scripts/fuzz.sh --seconds N (docs/reliability.md).
+scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-10}" || status=1
 
 # Every test case counts: the cases of a GoogleTest program (its XML report, GPU cases that skip
 # without a device included) one by one, any other test program as one.
-.venv/bin/python3 - build build-asan build-nocuda <<'PY'
+.venv/bin/python3 - build build-asan build-fuzz build-tsan/shared_segmenter.xml <<'PY'
 import json, pathlib, sys
 import xml.etree.ElementTree as ET
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-for build in map(pathlib.Path, sys.argv[1:]):
-    for line in open(build / "meson-logs" / "testlog.json"):
-        r = json.loads(line)
-        report = build / f"{r['name']}.xml"
+for arg in map(pathlib.Path, sys.argv[1:]):
+    # A meson build's test log, or one GoogleTest report run outside meson (a missing report:
+    # the program never got as far as writing it).
+    if arg.suffix == ".xml":
+        records = [{"name": arg.stem, "result": "OK" if arg.exists() else "FAIL", "report": arg}]
+    else:
+        records = [json.loads(line) for line in open(arg / "meson-logs" / "testlog.json")]
+    for r in records:
+        report = r.get("report", arg / f"{r['name']}.xml")
         cases = ET.parse(report).getroot().iter("testcase") if report.exists() else []
         seen = {"passed": 0, "failed": 0, "skipped": 0}
         for case in cases:

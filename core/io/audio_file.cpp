@@ -3,6 +3,7 @@
 #include <mpg123.h>
 #include <sndfile.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "model/model_spec.h"
@@ -85,7 +86,10 @@ std::vector<float> read_mono_16k(const std::string& path) {
   // Read to the end of the stream rather than to the header's count, so that nothing past a
   // wrong count is lost; a stream shorter than its header says is truncated.
   std::vector<float> samples;
-  samples.reserve(info.frames > 0 ? static_cast<size_t>(info.frames) : 0);
+  // The header's count is a claim, not a size to allocate: a 55-byte FLAC header can claim 16 GB
+  // of samples (found by tests/fuzz). Reserve at most ten minutes; longer files grow as read.
+  constexpr sf_count_t kMostReserved = 600 * kSampleRate;
+  samples.reserve(static_cast<size_t>(std::clamp<sf_count_t>(info.frames, 0, kMostReserved)));
   constexpr sf_count_t kChunk = 1 << 16;
   std::vector<float> chunk(kChunk);
   for (;;) {

@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -884,6 +886,62 @@ TEST(SpeakerChangeElement, FlushingOneSharedElementLeavesTheOtherAlone) {
   const std::vector<Change> after = changes_after_flush(a.items(), &flushed);
   ASSERT_TRUE(flushed);
   expect_identical(after, want);
+}
+
+// Elements on the shared engine that are started, fed a few seconds, flushed, ended and stopped
+// at random, from threads of their own, while two others stream the whole recording: the two
+// must announce every change exactly as an element alone does, none lost, none twice.
+TEST(SpeakerChangeElement, SharedElementsComingAndGoingAtRandomDisturbNobody) {
+  REQUIRE_SAMPLE();
+  const auto& want = own_engine_reference(sample);
+  ASSERT_FALSE(want.empty());
+  ElementRun a, b;
+  std::atomic<bool> steady_done{false};
+  std::atomic<int> rounds{0};
+  std::vector<std::thread> threads;
+  for (ElementRun* run : {&a, &b})
+    threads.emplace_back([&, run] {
+      for (size_t i = 0; i < sample.size(); i += kRate)
+        run->push(sample, i, std::min(sample.size(), i + kRate),
+                  gst_util_uint64_scale_int(i, GST_SECOND, kRate));
+      run->eos();
+    });
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      uint32_t state = 2024u + 31u * t;  // a fixed xorshift sequence per thread
+      auto next = [&](uint32_t n) {
+        state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+        return state % n;
+      };
+      for (int round = 0; round < 2 || !steady_done; ++round) {
+        ElementRun run;
+        const size_t seconds = 1 + next(14);
+        size_t at = 0;
+        for (size_t k = 0; k < seconds && at < sample.size(); ++k) {
+          const size_t n =
+              std::min(sample.size() - at, static_cast<size_t>(kRate / 4) * (1 + next(8)));
+          run.push(sample, at, at + n, gst_util_uint64_scale_int(at, GST_SECOND, kRate));
+          at += n;
+          if (next(6) == 0) {
+            run.flush();
+            at = 0;
+          }
+        }
+        if (next(2) == 0) run.eos();
+        EXPECT_TRUE(run.errors().empty());
+        ++rounds;
+      }  // stopped and freed here, often with windows queued on the shared engine
+    });
+  threads[0].join();
+  threads[1].join();
+  steady_done = true;
+  for (size_t i = 2; i < threads.size(); ++i) threads[i].join();
+  EXPECT_TRUE(a.errors().empty());
+  EXPECT_TRUE(b.errors().empty());
+  expect_identical(a.events(), want);
+  expect_identical(b.events(), want);
+  EXPECT_GE(rounds.load(), 4);
+  std::printf("[ chaos    ] %d elements came and went beside 2 steady ones\n", rounds.load());
 }
 
 TEST(SpeakerChangeElement, StatsIntervalPostsStatsMessages) {

@@ -2,6 +2,7 @@
 // real model and the reference recording: each channel must give exactly what its stream gives
 // alone, whatever the other channels do, and nobody may hang.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -344,6 +345,90 @@ TEST(SharedSegmenter, LateChannelDropsItsOwnOldestWindows) {
   EXPECT_EQ(other.processed_windows(), 3u);
   EXPECT_EQ(other.dropped_windows(), 0u);
   EXPECT_EQ(late.last_shared_batch_size(), 4);
+}
+
+// Channels that come and go at random (started, fed a few windows, flushed, failed by a window
+// the engine cannot take, finished or destroyed with windows still queued) while two others
+// stream the whole recording through the same engine: the two must give exactly what they give
+// alone. Meant to run under ThreadSanitizer too (scripts/test.sh), where a race shows as a report.
+TEST(SharedSegmenter, ChannelsComingAndGoingAtRandomDisturbNobody) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4);
+  std::vector<WindowJob> windows;
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  wb.push(audio.data(), audio.size(), [&](int64_t start, const float* w) {
+    windows.push_back(WindowJob::from_window(start, w));
+  });
+  ASSERT_GE(windows.size(), 4u);
+
+  std::atomic<bool> steady_done{false};
+  std::atomic<int> chaos_rounds{0}, chaos_errors{0};
+  std::vector<std::vector<SpeakerChange>> got(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] {
+      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0.01});
+      got[i] = stream(c, audio, s);
+      EXPECT_TRUE(c.error().empty()) << c.error();
+    });
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      uint32_t state = 12345u + 977u * t;  // a fixed xorshift sequence per thread
+      auto next = [&](uint32_t n) {
+        state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+        return state % n;
+      };
+      // At least a few rounds each, then for as long as the steady channels stream.
+      for (int round = 0; round < 4 || !steady_done; ++round) {
+        auto c = std::make_unique<SharedSegmenterChannel>(
+            scheduler, s,
+            SharedChannelOptions{static_cast<int>(1 + next(8)), next(2) == 0, 0.001 * next(20)});
+        const uint32_t n = 1 + next(static_cast<uint32_t>(windows.size()));
+        for (uint32_t k = 0; k < n; ++k) {
+          c->submit(windows[next(static_cast<uint32_t>(windows.size()))]);
+          switch (next(12)) {
+            case 0:
+              c->reset();
+              break;
+            case 1:
+              c->submit({0, 100, std::vector<float>(100)});
+              break;  // fails this channel
+            case 2:
+              c->take_changes();
+              break;
+            case 3:
+              std::this_thread::yield();
+              break;
+            default:
+              break;
+          }
+        }
+        if (!c->error().empty()) ++chaos_errors;
+        switch (next(3)) {
+          case 0:
+            c->finish(wb.total());
+            break;
+          case 1:
+            c->drain();
+            break;
+          default:
+            break;  // destroyed with windows still queued or in flight
+        }
+        c.reset();
+        ++chaos_rounds;
+      }
+    });
+  threads[0].join();
+  threads[1].join();
+  steady_done = true;
+  for (size_t i = 2; i < threads.size(); ++i) threads[i].join();
+  for (int i = 0; i < 2; ++i) expect_same(got[i], want, "steady channel " + std::to_string(i));
+  EXPECT_GE(chaos_rounds.load(), 12);
+  EXPECT_EQ(scheduler->channels(), 0u);
+  std::printf("[ chaos    ] %d channels came and went (%d failed) beside 2 steady ones\n",
+              chaos_rounds.load(), chaos_errors.load());
 }
 
 }  // namespace
