@@ -204,7 +204,7 @@ CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\
   -DSPEAKERSEG_INSTALLED_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\"")
 CUDA_SRC=$SRC/core/engines/cuda
 for src in $(find "$SRC/core" -name '*.cpp' -not -path "$CUDA_SRC/*" | sort) \
-  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,cuda_engine}.cpp; do
+  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,plan_policy,cuda_engine}.cpp; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done
