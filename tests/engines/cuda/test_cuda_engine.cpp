@@ -262,6 +262,30 @@ TEST(CudaEngine, EveryBatchSizeRunsAsItsClass) {
   EXPECT_TRUE(warnings.empty()) << joined(warnings);
 }
 
+// 128 windows (batch32's, four times over): past 256 blocks of 32 channels, the instance norm
+// runs its other kernel, which no reference case of at most 32 windows reaches.
+TEST(CudaEngine, LargeBatchesMatchToo) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 128, &warnings));
+  std::vector<float> audio, expected;
+  for (int copy = 0; copy < 4; ++copy) {
+    audio.insert(audio.end(), r.input.data.begin(), r.input.data.end());
+    expected.insert(expected.end(), r.logprobs.data.begin(), r.logprobs.data.end());
+  }
+  std::vector<float> out(expected.size(), NAN);
+  engine->forward(audio.data(), 4 * r.batch, r.samples, out.data());
+  const Comparison cmp = compare(out, expected);
+  std::printf("[ cuda     ] batch 128 auto graphs: max |diff| %.3g, flips %d\n", cmp.max_diff_all,
+              cmp.flips);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff_all, kTolerance);
+  EXPECT_EQ(cmp.flips, 0);
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+}
+
 TEST(CudaEngine, RefusesWhatItCannotRun) {
   SKIP_WITHOUT_GPU();
   auto model = SegmentationModel::load_onnx(test::model_path());
