@@ -188,6 +188,7 @@ class CudaEngine final : public SegmentationEngine {
       : model_(std::move(model)), options_(options) {
     if (options_.max_batch < 1)
       fail("max_batch must be at least 1, got " + std::to_string(options_.max_batch));
+    if (options_.stage_check) options_.cuda_graphs = false;
     if (!options_.warn)
       options_.warn = [](const std::string& m) {
         std::fprintf(stderr, "speakerseg: warning: %s\n", m.c_str());
@@ -673,6 +674,7 @@ class CudaEngine final : public SegmentationEngine {
     reserve_staging(static_cast<size_t>(padded) * samples * sizeof(float),
                     padded * window_out * sizeof(float));
     const size_t given = audio ? in_bytes : 0;
+    stage_windows_ = audio ? batch : 0;
     if (audio) std::memcpy(staging_in_, audio, in_bytes);
 
     check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
@@ -834,7 +836,17 @@ class CudaEngine final : public SegmentationEngine {
     // hands over here.
     void lstm(const float*, float*) override { check(e_.enqueue_rnn(p_), "cudnnRNNForward"); }
     void stage_done(int stage) override {
-      if (timed_) check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");
+      if (!timed_) return;
+      check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");
+      if (e_.options_.stage_check && e_.stage_windows_ > 0) {
+        const cuda::StageOutput o = cuda::stage_output(stage, p_.layout, p_.samples);
+        std::vector<float> values(e_.stage_windows_ * o.per_window);
+        check(cudaMemcpyAsync(values.data(), e_.at(o.offset), values.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, e_.stream_),
+              "downloading a stage's output");
+        check(cudaStreamSynchronize(e_.stream_), o.name);
+        e_.options_.stage_check(stage, o.name, values);
+      }
     }
 
    private:
@@ -884,6 +896,7 @@ class CudaEngine final : public SegmentationEngine {
   void* staging_out_ = nullptr;
   size_t staging_in_bytes_ = 0, staging_out_bytes_ = 0;
   std::vector<int> classes_;  // the batch sizes that have plans; every batch runs as one
+  size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
   double startup_seconds_ = 0;
   std::map<std::pair<int, int>, std::unique_ptr<Plan>> plans_;
 

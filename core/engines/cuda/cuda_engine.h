@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engines/segmentation_engine.h"
 
@@ -44,6 +45,11 @@ struct CudaEngineOptions {
   // Fill the device arena with NaN whenever it is taken or grown, so that a stage reading memory
   // that no stage wrote shows in the results (the tests set it; it costs one memset a growth).
   bool fill_arena_nan = false;
+  // Tests: with it set, every pass runs eagerly (no graphs), and after each of its nine stages
+  // the engine waits, downloads the stage's output for the caller's windows (forward_pass.h's
+  // stage_output) and hands it over, so that a wrong result names the stage that made it.
+  std::function<void(int stage, const std::string& name, const std::vector<float>& output)>
+      stage_check;
   // Where warnings go (an algorithm or CUDA graph falling back); null: stderr.
   std::function<void(const std::string&)> warn;
 };
