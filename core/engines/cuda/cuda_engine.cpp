@@ -37,6 +37,23 @@ namespace {
 
 int device_count(std::string* why);
 
+// NVRTC as cuDNN finds it (it dlopens the library when it builds persist-dynamic): its version and
+// file name, or "" where the dynamic loader finds none. RTLD_NODELETE: NVRTC carries its own
+// libstdc++, whose start-up allocation would otherwise leak at dlclose.
+std::string nvrtc_found() {
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!lib) continue;
+    using VersionFn = int (*)(int*, int*);
+    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
+    int a = 0, b = 0;
+    const bool ok = fn && fn(&a, &b) == 0;
+    dlclose(lib);
+    if (ok) return std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
+  }
+  return "";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors: every CUDA, cuBLAS and cuDNN status becomes an EngineError that names the call.
 
@@ -395,6 +412,16 @@ class CudaEngine final : public SegmentationEngine {
     r.desc = new_rnn_descriptor(a);
     try {
       if (a == LstmAlgorithm::kPersistDynamic) {
+        // Looked for first: what cuDNN says when it cannot load NVRTC does not name it.
+        if (nvrtc_found().empty()) {
+          const std::string why =
+              "lstm-algorithm persist-dynamic needs NVRTC, which cuDNN loads at run time to "
+              "compile it, and the dynamic loader finds no libnvrtc.so.13 (put the CUDA 13 "
+              "toolkit's or the nvidia-cuda-nvrtc wheel's lib folder on LD_LIBRARY_PATH); "
+              "lstm-algorithm standard needs no NVRTC";
+          rnn_failures_[key] = why;
+          throw cuda::RnnUnavailable("CUDA engine: " + why);
+        }
         const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, r.desc, batch);
         // Memory that ran out is no reason to give up on the algorithm for good.
         if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnBuildRNNDynamic");
@@ -949,23 +976,8 @@ std::string environment() {
   const size_t c = cudnnGetVersion();
   line("cuDNN: " + std::to_string(c / 10000) + "." + std::to_string(c / 100 % 100) + "." +
        std::to_string(c % 100));
-  // cuDNN dlopens NVRTC for persist-dynamic; look it up the same way. RTLD_NODELETE: NVRTC
-  // carries its own libstdc++, whose start-up allocation would otherwise leak at dlclose.
-  std::string nvrtc = "not found (persist-dynamic will fall back or fail)";
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!lib) continue;
-    using VersionFn = int (*)(int*, int*);
-    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
-    int a = 0, b = 0;
-    if (fn && fn(&a, &b) == 0) {
-      nvrtc = std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
-      dlclose(lib);
-      break;
-    }
-    dlclose(lib);
-  }
-  line("NVRTC: " + nvrtc);
+  const std::string nvrtc = nvrtc_found();
+  line("NVRTC: " + (nvrtc.empty() ? "not found (persist-dynamic will fall back or fail)" : nvrtc));
   cudaGetLastError();
   return out;
 }
