@@ -328,8 +328,15 @@ bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs start-up_s" 
   [ "$batch" -ge 128 ] && runs=5
   # The CPU rows only give the ratio: a few passes each, so that they leave the time to the GPU.
   [ "$1 $2" = "--engine cpu" ] && seconds=0.3 runs=3
-  out=$("$WORK/bin/speakerseg" bench --json --batch "$batch" --seconds $seconds --runs $runs \
-    "$@" 2>"$WORK/bench.err")
+  # One row may not eat the run: an explicit persist-dynamic engine of 512 builds (NVRTC) and
+  # captures ten batch classes before its first pass.
+  out=$(timeout "${GPU_CHECK_ROW_TIMEOUT:-90}" "$WORK/bin/speakerseg" bench --json --batch "$batch" \
+    --seconds $seconds --runs $runs "$@" 2>"$WORK/bench.err")
+  local rc=$?
+  if [ $rc = 124 ]; then
+    echo "error: stopped after ${GPU_CHECK_ROW_TIMEOUT:-90} s (GPU_CHECK_ROW_TIMEOUT)"
+    return
+  fi
   if [ -z "$out" ]; then
     echo "error: $(grep -v '^speakerseg: warning' "$WORK/bench.err" | tail -n 1 | cut -c1-150)"
     return
