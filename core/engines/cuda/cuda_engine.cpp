@@ -6,8 +6,10 @@
 //   chunks -> |.| + max-pool -> instance norm + LeakyReLU -> conv1 as five tap SGEMMs -> pool +
 //   norm -> conv2 likewise -> one 4-layer bidirectional cuDNN LSTM -> head SGEMMs -> bias +
 //   log-softmax -> download.
-// Every (batch, samples) shape gets a Plan: its cuDNN descriptors, its RNN algorithm, its buffer
-// offsets in one device arena and, after a first eager run, its captured CUDA graph.
+// Batches run padded up to a batch class (plan_policy.h). Every (class, samples) shape gets a Plan:
+// its cuDNN descriptors, its RNN algorithm, its buffer offsets in one device arena and, after a
+// first eager run, its captured CUDA graph; the classes of 10 s windows all get theirs when the
+// engine is made.
 #include "engines/cuda/cuda_engine.h"
 
 #include <cublas_v2.h>
@@ -16,7 +18,9 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -26,11 +30,29 @@
 #include "engines/cuda/cuda_module.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
 #include "engines/cuda/forward_pass.h"
+#include "engines/cuda/plan_policy.h"
 
 namespace speakerseg {
 namespace {
 
 int device_count(std::string* why);
+
+// NVRTC as cuDNN finds it (it dlopens the library when it builds persist-dynamic): its version and
+// file name, or "" where the dynamic loader finds none. RTLD_NODELETE: NVRTC carries its own
+// libstdc++, whose start-up allocation would otherwise leak at dlclose.
+std::string nvrtc_found() {
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!lib) continue;
+    using VersionFn = int (*)(int*, int*);
+    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
+    int a = 0, b = 0;
+    const bool ok = fn && fn(&a, &b) == 0;
+    dlclose(lib);
+    if (ok) return std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
+  }
+  return "";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Errors: every CUDA, cuBLAS and cuDNN status becomes an EngineError that names the call.
@@ -47,16 +69,37 @@ std::string cuda_text(cudaError_t e) {
   throw EngineError("CUDA engine: " + what);
 }
 
+// Out of memory says how much was asked for, how much is free and what to lower.
+[[noreturn]] void out_of_memory(const std::string& what, size_t asked) {
+  cudaGetLastError();
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  int device = 0;
+  cudaDeviceProp prop{};
+  std::string name = "the GPU";
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+    name = prop.name;
+  cudaGetLastError();
+  throw cuda::OutOfDeviceMemory(
+      "CUDA engine: " + cuda::out_of_memory_message(what, asked, free_bytes, total_bytes, name));
+}
+
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  if (e == cudaErrorMemoryAllocation) fail(std::string("out of device memory (") + what + ")");
+  if (e == cudaErrorMemoryAllocation) out_of_memory(what, 0);
   fail(std::string(what) + " failed: " + cuda_text(e));
+}
+
+// A cudaMalloc of `bytes`.
+void check_alloc(cudaError_t e, const char* what, size_t bytes) {
+  if (e == cudaErrorMemoryAllocation) out_of_memory(what, bytes);
+  check(e, what);
 }
 
 void check(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  if (s == CUBLAS_STATUS_ALLOC_FAILED)
-    fail(std::string("out of device memory (cuBLAS ") + what + ")");
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) out_of_memory(std::string("cuBLAS ") + what, 0);
   fail(std::string("cuBLAS ") + what + " failed: " + cublasGetStatusName(s) + " (" +
        cublasGetStatusString(s) + ")");
 }
@@ -71,9 +114,23 @@ std::string cudnn_text(cudnnStatus_t s) {
 
 void check(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) return;
-  if (s == CUDNN_STATUS_ALLOC_FAILED)
-    fail(std::string("out of device memory (cuDNN ") + what + ")");
+  if (cuda::cudnn_status_is_out_of_memory(s))
+    out_of_memory(std::string("cuDNN ") + what + " (" + cudnnGetErrorString(s) + ")", 0);
   fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
+}
+
+// plan_policy.h keeps these as numbers so that its host test needs no CUDA header.
+static_assert(cuda::kCudaErrorMemoryAllocation == cudaErrorMemoryAllocation);
+static_assert(cuda::kCublasStatusAllocFailed == CUBLAS_STATUS_ALLOC_FAILED);
+static_assert(cuda::kCudnnStatusHostAllocationFailed ==
+              CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED);
+static_assert(cuda::kCudnnStatusDeviceAllocationFailed ==
+              CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED);
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
 }
 
 std::string mib(size_t bytes) {
@@ -139,7 +196,7 @@ struct Plan {
   int32_t* seq_lengths = nullptr;
   cuda::BufferLayout layout{};
   cudaGraphExec_t graph = nullptr;
-  bool graph_failed = false;  // capture failed once: stay eager
+  cuda::GraphSlot graph_slot;
 };
 
 class CudaEngine final : public SegmentationEngine {
@@ -148,6 +205,7 @@ class CudaEngine final : public SegmentationEngine {
       : model_(std::move(model)), options_(options) {
     if (options_.max_batch < 1)
       fail("max_batch must be at least 1, got " + std::to_string(options_.max_batch));
+    if (options_.stage_check) options_.cuda_graphs = false;
     if (!options_.warn)
       options_.warn = [](const std::string& m) {
         std::fprintf(stderr, "speakerseg: warning: %s\n", m.c_str());
@@ -172,7 +230,8 @@ class CudaEngine final : public SegmentationEngine {
     return std::string("cuda (") + device_name_ + ", device " + std::to_string(options_.device) +
            ", cuDNN " + cudnn_version_ + ", lstm " + lstm_algorithm_name(options_.lstm_algorithm) +
            (options_.cuda_graphs ? ", graphs" : ", no graphs") +
-           (options_.tf32 ? ", tf32" : ", fp32") + ")";
+           (options_.tf32 ? ", tf32" : ", fp32") + ", " + std::to_string(classes_.size()) +
+           " batch classes ready in " + seconds_text(startup_seconds_) + ")";
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -183,6 +242,7 @@ class CudaEngine final : public SegmentationEngine {
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
     check_forward_shape(batch, samples);
+    cuda::check_cudnn_window(samples);
     if (batch > options_.max_batch)
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
@@ -227,7 +287,8 @@ class CudaEngine final : public SegmentationEngine {
     for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
     check(cublasCreate(&cublas_), "cublasCreate");
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
-    check(cudaMalloc(&cublas_workspace_, kCublasWorkspace), "cuBLAS workspace");
+    check_alloc(cudaMalloc(&cublas_workspace_, kCublasWorkspace), "cuBLAS workspace",
+                kCublasWorkspace);
     // A workspace of our own: cuBLAS must not allocate while a graph is being captured.
     check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace), "cublasSetWorkspace");
     check(cublasSetMathMode(cublas_,
@@ -244,13 +305,24 @@ class CudaEngine final : public SegmentationEngine {
     // Standard's weight space, which the other algorithms share where their layout is the same.
     rnn_for(LstmAlgorithm::kStandard, 0);
 
-    // Plan (and take the memory for) the largest batch of full windows now, so that a GPU too
-    // small for it, or an algorithm that cannot run, shows up when the engine is made.
-    plan_for(options_.max_batch, kWindowSamples);
-    // A lone window, the shared scheduler's batch whenever load is light, is persist-dynamic's
-    // under auto: its NVRTC compile (seconds) belongs here rather than in the middle of a stream.
-    if (options_.max_batch > 1 && options_.lstm_algorithm == LstmAlgorithm::kAuto)
-      plan_for(1, kWindowSamples);
+    // Every batch class of full windows is planned, run once and captured now, largest first (so
+    // that the arena is taken once, at its final size): a GPU too small, an algorithm that cannot
+    // run, a persist-dynamic NVRTC compile (seconds) and every capture happen when the engine is
+    // made, and the streaming path, which sends any batch size, only replays.
+    const auto start = std::chrono::steady_clock::now();
+    classes_ = cuda::batch_classes(options_.max_batch);
+    std::vector<float> out(static_cast<size_t>(options_.max_batch) *
+                           frames_for_samples(kWindowSamples) * kClasses);
+    for (auto c = classes_.rbegin(); c != classes_.rend(); ++c) {
+      plan_for(*c, kWindowSamples);
+      // The eager pass captures; the second replays, so that a graph that cannot launch is
+      // retired here rather than at a stream's first window.
+      for (int pass = 0; pass < (options_.cuda_graphs ? 2 : 1); ++pass)
+        run(nullptr, *c, kWindowSamples, out.data());
+    }
+    startup_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (double& t : seconds_) t = 0;
   }
 
   void release() noexcept {
@@ -273,6 +345,10 @@ class CudaEngine final : public SegmentationEngine {
       if (p) cudaFree(p);
     arena_ = params_ = cublas_workspace_ = nullptr;
     arena_bytes_ = 0;
+    for (void* p : {staging_in_, staging_out_})
+      if (p) cudaFreeHost(p);
+    staging_in_ = staging_out_ = nullptr;
+    staging_in_bytes_ = staging_out_bytes_ = 0;
     for (auto& e : events_)
       if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
@@ -303,7 +379,8 @@ class CudaEngine final : public SegmentationEngine {
 
   void upload_parameters() {
     const std::vector<float> host = cuda::pack_parameters(*model_, &param_layout_);
-    check(cudaMalloc(&params_, host.size() * sizeof(float)), "model parameters");
+    check_alloc(cudaMalloc(&params_, host.size() * sizeof(float)), "model parameters",
+                host.size() * sizeof(float));
     upload(params_, host.data(), host.size() * sizeof(float), "uploading the model parameters");
   }
 
@@ -330,12 +407,24 @@ class CudaEngine final : public SegmentationEngine {
     auto it = rnns_.find(key);
     if (it != rnns_.end()) return it->second;
     auto failed = rnn_failures_.find(key);
-    if (failed != rnn_failures_.end()) fail(failed->second);
+    if (failed != rnn_failures_.end()) throw cuda::RnnUnavailable("CUDA engine: " + failed->second);
     Rnn r;
     r.desc = new_rnn_descriptor(a);
     try {
       if (a == LstmAlgorithm::kPersistDynamic) {
+        // Looked for first: what cuDNN says when it cannot load NVRTC does not name it.
+        if (nvrtc_found().empty()) {
+          const std::string why =
+              "lstm-algorithm persist-dynamic needs NVRTC, which cuDNN loads at run time to "
+              "compile it, and the dynamic loader finds no libnvrtc.so.13 (put the CUDA 13 "
+              "toolkit's or the nvidia-cuda-nvrtc wheel's lib folder on LD_LIBRARY_PATH); "
+              "lstm-algorithm standard needs no NVRTC";
+          rnn_failures_[key] = why;
+          throw cuda::RnnUnavailable("CUDA engine: " + why);
+        }
         const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, r.desc, batch);
+        // Memory that ran out is no reason to give up on the algorithm for good.
+        if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnBuildRNNDynamic");
         if (s != CUDNN_STATUS_SUCCESS) {
           const std::string why =
               "lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
@@ -343,7 +432,8 @@ class CudaEngine final : public SegmentationEngine {
               " (cuDNN compiles this kernel at run time with NVRTC: libnvrtc must be on the "
               "library path; lstm-algorithm standard needs no NVRTC)";
           rnn_failures_[key] = why;
-          fail(why);
+          cudaGetLastError();
+          throw cuda::RnnUnavailable("CUDA engine: " + why);
         }
       }
       check(cudnnGetRNNWeightSpaceSize(cudnn_, r.desc, &r.weight_bytes),
@@ -355,7 +445,7 @@ class CudaEngine final : public SegmentationEngine {
         // The first (standard) descriptor's space, or one of another layout: cuDNN does not
         // promise one layout for every algorithm, and a second copy costs one upload.
         void* space = nullptr;
-        check(cudaMalloc(&space, r.weight_bytes), "cuDNN RNN weight space");
+        check_alloc(cudaMalloc(&space, r.weight_bytes), "cuDNN RNN weight space", r.weight_bytes);
         std::vector<cudnn::WeightSlot> slots;
         try {
           slots = weight_layout(r.desc, space, r.weight_bytes);
@@ -457,26 +547,17 @@ class CudaEngine final : public SegmentationEngine {
       p.sinc_chunk = cuda::sinc_chunk_rows(batch, samples);
       make_data_descriptors(p);
       const std::vector<int32_t> lengths(batch, p.len.frames);
-      check(cudaMalloc(reinterpret_cast<void**>(&p.seq_lengths), lengths.size() * sizeof(int32_t)),
-            "sequence lengths");
+      check_alloc(
+          cudaMalloc(reinterpret_cast<void**>(&p.seq_lengths), lengths.size() * sizeof(int32_t)),
+          "sequence lengths", lengths.size() * sizeof(int32_t));
       upload(p.seq_lengths, lengths.data(), lengths.size() * sizeof(int32_t),
              "uploading the sequence lengths");
 
       const LstmAlgorithm wanted = options_.lstm_algorithm == LstmAlgorithm::kAuto
                                        ? auto_choice(batch)
                                        : options_.lstm_algorithm;
-      try {
-        setup_rnn(p, wanted);
-        place(p);
-        if (options_.lstm_algorithm == LstmAlgorithm::kAuto && wanted != LstmAlgorithm::kStandard)
-          probe_rnn(p);
-      } catch (const EngineError& e) {
-        if (options_.lstm_algorithm != LstmAlgorithm::kAuto) throw;
-        options_.warn(std::string(e.what()) + "; batch " + std::to_string(batch) +
-                      " falls back to lstm-algorithm standard");
-        setup_rnn(p, LstmAlgorithm::kStandard);
-        place(p);
-      }
+      PlanRnnSteps steps(*this, p);
+      cuda::set_up_rnn(options_.lstm_algorithm, wanted, batch, steps, options_.warn);
     } catch (...) {
       destroy_plan(p);
       throw;
@@ -504,16 +585,40 @@ class CudaEngine final : public SegmentationEngine {
           "cudnnSetTensorNdDescriptor (LSTM states)");
   }
 
+  // Any failure but memory's is the algorithm's: a descriptor cuDNN refuses, a weight layout it
+  // gives this algorithm and not another.
   void setup_rnn(Plan& p, LstmAlgorithm a) {
-    p.algorithm = a;
-    p.rnn = &rnn_for(a, p.batch);
-    size_t reserve = 0;
-    const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE,
-                                                      p.x_desc, &p.rnn_work, &reserve);
-    if (s != CUDNN_STATUS_SUCCESS)
-      fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
-           std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+    try {
+      p.algorithm = a;
+      p.rnn = &rnn_for(a, p.batch);
+      size_t reserve = 0;
+      const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(
+          cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p.x_desc, &p.rnn_work, &reserve);
+      if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnGetRNNTempSpaceSizes");
+      if (s != CUDNN_STATUS_SUCCESS)
+        fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
+             std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+    } catch (const cuda::OutOfDeviceMemory&) {
+      throw;
+    } catch (const cuda::RnnUnavailable&) {
+      throw;
+    } catch (const EngineError& e) {
+      throw cuda::RnnUnavailable(e.what());
+    }
   }
+
+  // The engine's side of cuda::set_up_rnn.
+  class PlanRnnSteps final : public cuda::RnnSetupSteps {
+   public:
+    PlanRnnSteps(CudaEngine& e, Plan& p) : e_(e), p_(p) {}
+    void setup(LstmAlgorithm a) override { e_.setup_rnn(p_, a); }
+    void place() override { e_.place(p_); }
+    void probe() override { e_.probe_rnn(p_); }
+
+   private:
+    CudaEngine& e_;
+    Plan& p_;
+  };
 
   // Lays out the shape's buffers and makes sure the arena holds them.
   void place(Plan& p) {
@@ -523,26 +628,29 @@ class CudaEngine final : public SegmentationEngine {
 
   void reserve_arena(size_t bytes, const Plan& p) {
     if (bytes <= arena_bytes_) return;
-    // Captured graphs hold the old arena's addresses.
+    // Captured graphs hold the old arena's addresses: captured again on their shape's next call.
     for (auto& q : plans_) {
       if (q.second->graph) cudaGraphExecDestroy(q.second->graph);
       q.second->graph = nullptr;
+      q.second->graph_slot.captured = false;
     }
     if (arena_) cudaFree(arena_);
     arena_ = nullptr;
     arena_bytes_ = 0;
     const cudaError_t e = cudaMalloc(&arena_, bytes);
     if (e != cudaSuccess) {
-      cudaGetLastError();
       arena_ = nullptr;
-      size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
-      fail("out of device memory: batch " + std::to_string(p.batch) + " of " +
-           std::to_string(p.samples) + "-sample windows needs " + mib(bytes) + " on " +
-           device_name_ + " (" + mib(free_bytes) + " free of " + mib(total_bytes) +
-           "): lower the batch size");
+      const std::string what = "batch " + std::to_string(p.batch) + " of " +
+                               std::to_string(p.samples) + "-sample windows";
+      if (e == cudaErrorMemoryAllocation) out_of_memory(what, bytes);
+      check(e, ("the device arena for " + what).c_str());
     }
     arena_bytes_ = bytes;
+    // A stage that reads what no stage wrote then gives NaN, not yesterday's plausible numbers.
+    if (options_.fill_arena_nan) {
+      check(cudaMemsetAsync(arena_, 0xff, bytes, stream_), "filling the arena with NaN");
+      check(cudaStreamSynchronize(stream_), "filling the arena with NaN");
+    }
   }
 
   template <class T = float>
@@ -565,47 +673,101 @@ class CudaEngine final : public SegmentationEngine {
               static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
           "cudaMemsetAsync");
     const cudnnStatus_t s = enqueue_rnn(p);
-    if (s != CUDNN_STATUS_SUCCESS)
-      fail(std::string("lstm-algorithm ") + lstm_algorithm_name(p.algorithm) + " for batch " +
-           std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
+    if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnRNNForward (probe)");
+    if (s != CUDNN_STATUS_SUCCESS) {
+      cudaGetLastError();
+      throw cuda::RnnUnavailable(
+          std::string("CUDA engine: lstm-algorithm ") + lstm_algorithm_name(p.algorithm) +
+          " for batch " + std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
+    }
+    // A fault here is no algorithm's to fall back from: the context is gone.
     check(cudaStreamSynchronize(stream_), "the LSTM probe run");
   }
 
   // ------------------------------------------------------------------------------------------
   // The forward pass
 
+  // Runs `batch` windows as the plan of their batch class: the windows past `batch` are zeros,
+  // and only the first `batch` windows' answers come back. `audio` null: all zeros.
   void run(const float* audio, int batch, int samples, float* logprobs) {
-    Plan& p = plan_for(batch, samples);
+    const int padded = cuda::batch_class_for(classes_, batch);
+    Plan& p = plan_for(padded, samples);
     // Normally a no-op; after an arena growth that failed for lack of memory (which leaves no
     // arena), this takes one again before anything uses it.
     reserve_arena(p.layout.total, p);
+    const size_t window_out = static_cast<size_t>(p.len.frames) * kClasses;
     const size_t in_bytes = static_cast<size_t>(batch) * samples * sizeof(float);
-    const size_t out_bytes = static_cast<size_t>(batch) * p.len.frames * kClasses * sizeof(float);
-    const bool replay = p.graph != nullptr;
+    const size_t out_bytes = batch * window_out * sizeof(float);
+    reserve_staging(static_cast<size_t>(padded) * samples * sizeof(float),
+                    padded * window_out * sizeof(float));
+    const size_t given = audio ? in_bytes : 0;
+    stage_windows_ = audio ? batch : 0;
+    if (audio) std::memcpy(staging_in_, audio, in_bytes);
 
     check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
-    check(cudaMemcpyAsync(at(p.layout.wave), audio, in_bytes, cudaMemcpyHostToDevice, stream_),
-          "uploading the audio");
+    if (audio)
+      check(cudaMemcpyAsync(at(p.layout.wave), staging_in_, in_bytes, cudaMemcpyHostToDevice,
+                            stream_),
+            "uploading the audio");
+    // The wave buffer holds the last pass's normalised audio (NaN in a fresh test arena).
+    if (given < static_cast<size_t>(padded) * samples * sizeof(float))
+      check(cudaMemsetAsync(at<char>(p.layout.wave) + given, 0,
+                            static_cast<size_t>(padded) * samples * sizeof(float) - given, stream_),
+            "zeroing the padding windows");
     check(cudaEventRecord(events_[1], stream_), "cudaEventRecord");
-    if (replay)
-      check(cudaGraphLaunch(p.graph, stream_), "cudaGraphLaunch");
-    else
-      enqueue(p, true);
+    const cuda::PassMode mode = cuda::run_pass(
+        p.graph_slot, padded,
+        [&](std::string* why) {
+          const cudaError_t e = cudaGraphLaunch(p.graph, stream_);
+          if (e == cudaSuccess) return true;
+          cudaGetLastError();
+          *why = "cudaGraphLaunch: " + cuda_text(e);
+          return false;
+        },
+        [&] { enqueue(p, true); },
+        [&] {
+          cudaGraphExecDestroy(p.graph);
+          p.graph = nullptr;
+        },
+        options_.warn);
     check(cudaEventRecord(events_[kStages - 1], stream_), "cudaEventRecord");
-    check(cudaMemcpyAsync(logprobs, at(p.layout.logprobs), out_bytes, cudaMemcpyDeviceToHost,
+    check(cudaMemcpyAsync(staging_out_, at(p.layout.logprobs), out_bytes, cudaMemcpyDeviceToHost,
                           stream_),
           "downloading the log-probabilities");
     check(cudaEventRecord(events_[kStages], stream_), "cudaEventRecord");
     check(cudaStreamSynchronize(stream_), "the forward pass");
+    std::memcpy(logprobs, staging_out_, out_bytes);
 
     add_time(kUpload, 0, 1);
-    if (replay)
+    if (mode == cuda::PassMode::kReplay)
       add_time(kGraph, 1, kStages - 1);
     else
       for (int s = kWaveNorm; s <= kHead; ++s) add_time(static_cast<Stage>(s), s, s + 1);
     add_time(kDownload, kStages - 1, kStages);
 
-    if (!replay && options_.cuda_graphs && !p.graph_failed) capture(p);
+    if (mode == cuda::PassMode::kEager && options_.cuda_graphs && !p.graph_slot.failed) capture(p);
+  }
+
+  // Pinned host buffers for the transfers: a pageable copy goes through the driver's own small
+  // staging buffer in pieces, and cannot overlap anything. Sized for the largest batch class of
+  // full windows when the engine is made; grown only by longer windows.
+  void reserve_staging(size_t in_bytes, size_t out_bytes) {
+    auto grow = [](void** buffer, size_t* have, size_t want, const char* what) {
+      if (want <= *have) return;
+      if (*buffer) cudaFreeHost(*buffer);
+      *buffer = nullptr;
+      *have = 0;
+      const cudaError_t e = cudaMallocHost(buffer, want);
+      if (e != cudaSuccess) {
+        *buffer = nullptr;
+        cudaGetLastError();
+        fail(std::string("cannot allocate ") + mib(want) + " of pinned host memory for " + what +
+             ": " + cuda_text(e) + "; lower the batch size");
+      }
+      *have = want;
+    };
+    grow(&staging_in_, &staging_in_bytes_, in_bytes, "the audio upload");
+    grow(&staging_out_, &staging_out_bytes_, out_bytes, "the log-probability download");
   }
 
   void add_time(Stage s, int from, int to) {
@@ -641,9 +803,10 @@ class CudaEngine final : public SegmentationEngine {
       }
     }
     if (graph) cudaGraphDestroy(graph);
+    p.graph_slot.captured = problem.empty();
     if (!problem.empty()) {
       cudaGetLastError();
-      p.graph_failed = true;
+      p.graph_slot.failed = true;
       options_.warn("could not capture a CUDA graph for batch " + std::to_string(p.batch) + ": " +
                     problem + "; that shape runs without graphs");
     }
@@ -700,7 +863,17 @@ class CudaEngine final : public SegmentationEngine {
     // hands over here.
     void lstm(const float*, float*) override { check(e_.enqueue_rnn(p_), "cudnnRNNForward"); }
     void stage_done(int stage) override {
-      if (timed_) check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");
+      if (!timed_) return;
+      check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");
+      if (e_.options_.stage_check && e_.stage_windows_ > 0) {
+        const cuda::StageOutput o = cuda::stage_output(stage, p_.layout, p_.samples);
+        std::vector<float> values(e_.stage_windows_ * o.per_window);
+        check(cudaMemcpyAsync(values.data(), e_.at(o.offset), values.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, e_.stream_),
+              "downloading a stage's output");
+        check(cudaStreamSynchronize(e_.stream_), o.name);
+        e_.options_.stage_check(stage, o.name, values);
+      }
     }
 
    private:
@@ -746,6 +919,12 @@ class CudaEngine final : public SegmentationEngine {
 
   void* arena_ = nullptr;
   size_t arena_bytes_ = 0;
+  void* staging_in_ = nullptr;  // pinned
+  void* staging_out_ = nullptr;
+  size_t staging_in_bytes_ = 0, staging_out_bytes_ = 0;
+  std::vector<int> classes_;  // the batch sizes that have plans; every batch runs as one
+  size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
+  double startup_seconds_ = 0;
   std::map<std::pair<int, int>, std::unique_ptr<Plan>> plans_;
 
   bool broken_ = false;
@@ -797,23 +976,8 @@ std::string environment() {
   const size_t c = cudnnGetVersion();
   line("cuDNN: " + std::to_string(c / 10000) + "." + std::to_string(c / 100 % 100) + "." +
        std::to_string(c % 100));
-  // cuDNN dlopens NVRTC for persist-dynamic; look it up the same way. RTLD_NODELETE: NVRTC
-  // carries its own libstdc++, whose start-up allocation would otherwise leak at dlclose.
-  std::string nvrtc = "not found (persist-dynamic will fall back or fail)";
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!lib) continue;
-    using VersionFn = int (*)(int*, int*);
-    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
-    int a = 0, b = 0;
-    if (fn && fn(&a, &b) == 0) {
-      nvrtc = std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
-      dlclose(lib);
-      break;
-    }
-    dlclose(lib);
-  }
-  line("NVRTC: " + nvrtc);
+  const std::string nvrtc = nvrtc_found();
+  line("NVRTC: " + (nvrtc.empty() ? "not found (persist-dynamic will fall back or fail)" : nvrtc));
   cudaGetLastError();
   return out;
 }

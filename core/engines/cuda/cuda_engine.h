@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engines/segmentation_engine.h"
 
@@ -17,8 +18,9 @@ enum class LstmAlgorithm {
   kStandard,             // CUDNN_RNN_ALGO_STANDARD
   kPersistStaticSmallH,  // CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H
   kPersistDynamic,       // CUDNN_RNN_ALGO_PERSIST_DYNAMIC: compiled with NVRTC per batch size
-  kAuto,  // per batch size: dynamic for 1, static-small-h up to 64, standard above; falls back to
-          // standard, with a warning, where the chosen one is unavailable
+  kAuto,  // per batch class: dynamic for 1, static-small-h up to 64, standard above; falls back
+          // to standard, with a warning, where the chosen one cannot be set up or run (never for
+          // lack of memory, which is an error)
 };
 
 // "standard", "persist-static-small-h", "persist-dynamic", "auto": the names the tools and the
@@ -30,13 +32,24 @@ bool parse_lstm_algorithm(const std::string& name, LstmAlgorithm* out);
 struct CudaEngineOptions {
   int device = 0;
   LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
-  // Capture each (batch, samples) shape's forward pass once into a CUDA graph and replay it.
+  // Capture each (batch class, samples) shape's forward pass once into a CUDA graph and replay
+  // it. A graph that fails to launch is retired and its shape runs eagerly, with a warning.
   bool cuda_graphs = true;
   // TF32 tensor-core math in cuBLAS and cuDNN. Off: plain FP32 (FMA), as the parity tests need.
   bool tf32 = false;
-  // Largest batch forward() accepts. Memory for it (10 s windows) is taken at construction, so
-  // that a GPU too small for it fails there rather than in the middle of a stream.
+  // Largest batch forward() accepts. Batches run padded up to a class: 1, 2, 4, ... below
+  // max_batch, and max_batch. Every class of 10 s windows is planned, run and captured at
+  // construction (description() says how long that took), so that a GPU too small fails there
+  // and a stream never waits for a plan.
   int max_batch = 32;
+  // Fill the device arena with NaN whenever it is taken or grown, so that a stage reading memory
+  // that no stage wrote shows in the results (the tests set it; it costs one memset a growth).
+  bool fill_arena_nan = false;
+  // Tests: with it set, every pass runs eagerly (no graphs), and after each of its nine stages
+  // the engine waits, downloads the stage's output for the caller's windows (forward_pass.h's
+  // stage_output) and hands it over, so that a wrong result names the stage that made it.
+  std::function<void(int stage, const std::string& name, const std::vector<float>& output)>
+      stage_check;
   // Where warnings go (an algorithm or CUDA graph falling back); null: stderr.
   std::function<void(const std::string&)> warn;
 };

@@ -130,6 +130,39 @@ __global__ void __launch_bounds__(kNormChannels* kNormRowGroups)
   }
 }
 
+// The same per (window, channel) row, one block each: at small batches the 32-channel blocks above
+// are too few to fill the GPU (batch 1: 2 or 3 blocks). The rows of one channel are `channels`
+// floats apart, but the blocks of a window's neighbouring channels run together and share those
+// cache lines in L2.
+constexpr int kRowThreads = 256;
+
+__global__ void __launch_bounds__(kRowThreads)
+    pool_norm_leaky_row_kernel(const float* in, int pool, int rows, int channels,
+                               const float* scale, const float* bias, float eps, float slope,
+                               float* out) {
+  __shared__ double red[kRowThreads];
+  const int c = blockIdx.x;
+  const int64_t b = blockIdx.y;
+  const float* x = in + b * rows * pool * channels + c;
+  float* y = out + b * rows * channels + c;
+  double sum = 0;
+  for (int r = threadIdx.x; r < rows; r += kRowThreads) sum += pooled(x, pool, r, channels);
+  const float mean = static_cast<float>(block_sum(sum, red) / rows);
+  double sq = 0;
+  for (int r = threadIdx.x; r < rows; r += kRowThreads) {
+    const double d = pooled(x, pool, r, channels) - mean;
+    sq += d * d;
+  }
+  const double var = block_sum(sq, red) / rows;
+  const float mul = static_cast<float>(1.0 / sqrt(var + eps)) * scale[c];
+  // With pool 1 and in == out, each element is read and then written by the same thread, and
+  // every read of the sums is behind block_sum's barriers.
+  for (int r = threadIdx.x; r < rows; r += kRowThreads) {
+    const float v = (pooled(x, pool, r, channels) - mean) * mul + bias[c];
+    y[static_cast<int64_t>(r) * channels] = v < 0.f ? v * slope : v;
+  }
+}
+
 __global__ void bias_leaky_kernel(float* x, int64_t n, int width, const float* bias, float slope) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -182,9 +215,17 @@ cudaError_t abs_max_pool3(const float* in, int out_rows, int channels, float* ou
 cudaError_t pool_norm_leaky(const float* in, int pool, int batch, int rows, int channels,
                             const float* scale, const float* bias, float eps, float slope,
                             float* out, cudaStream_t stream) {
-  const dim3 grid(batch, blocks(channels, kNormChannels));
-  pool_norm_leaky_kernel<<<grid, dim3(kNormChannels, kNormRowGroups), 0, stream>>>(
-      in, pool, rows, channels, scale, bias, eps, slope, out);
+  // Below this many 32-channel blocks (about two per SM of the largest GPUs), one block per row:
+  // a fixed count, not the device's, so that a batch class runs the same kernel on every GPU.
+  constexpr int64_t kFewBlocks = 256;
+  const unsigned groups = blocks(channels, kNormChannels);
+  if (static_cast<int64_t>(batch) * groups < kFewBlocks) {
+    pool_norm_leaky_row_kernel<<<dim3(channels, batch), kRowThreads, 0, stream>>>(
+        in, pool, rows, channels, scale, bias, eps, slope, out);
+  } else {
+    pool_norm_leaky_kernel<<<dim3(batch, groups), dim3(kNormChannels, kNormRowGroups), 0, stream>>>(
+        in, pool, rows, channels, scale, bias, eps, slope, out);
+  }
   return cudaGetLastError();
 }
 

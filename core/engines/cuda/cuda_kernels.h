@@ -27,7 +27,8 @@ cudaError_t abs_max_pool3(const float* in, int out_rows, int channels, float* ou
 
 // For each window of `batch`: MaxPool(pool) over `in` ([batch][rows * pool][channels]; pool 1
 // means no pooling, and then `in` may equal `out`), instance norm over the `rows` pooled rows of
-// each channel (double accumulators), affine, LeakyReLU. out: [batch][rows][channels].
+// each channel (double accumulators), affine, LeakyReLU. out: [batch][rows][channels]. Small
+// batches get one block per (window, channel), so that batch 1 fills more than 3 SMs.
 cudaError_t pool_norm_leaky(const float* in, int pool, int batch, int rows, int channels,
                             const float* scale, const float* bias, float eps, float slope,
                             float* out, cudaStream_t stream);

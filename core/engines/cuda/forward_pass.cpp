@@ -100,6 +100,32 @@ BufferLayout place_buffers(int batch, int samples, int sinc_chunk, size_t rnn_wo
   return L;
 }
 
+StageOutput stage_output(int stage, const BufferLayout& L, int samples) {
+  const StageLengths len = stage_lengths(samples);
+  const size_t T = len.frames;
+  switch (stage) {
+    case 1:
+      return {"wave-norm", L.wave, static_cast<size_t>(samples)};
+    case 2:
+      return {"sinc+pool", L.pool0, static_cast<size_t>(len.pool0) * kSincFilters};
+    case 3:
+      return {"norm0", L.pool0, static_cast<size_t>(len.pool0) * kSincFilters};
+    case 4:  // conv1's output before its pool, in the scratch region
+      return {"conv1", L.scratch, static_cast<size_t>(len.pool1) * kPool * kConvChannels};
+    case 5:
+      return {"pool1+norm1", L.pool1, static_cast<size_t>(len.pool1) * kConvChannels};
+    case 6:
+      return {"conv2", L.scratch, T * kPool * kConvChannels};
+    case 7:
+      return {"pool2+norm2", L.features, T * kConvChannels};
+    case 8:
+      return {"lstm", L.lstm_out, T * kLstmOutput};
+    case 9:
+      return {"head", L.logprobs, T * kClasses};
+  }
+  return {"?", 0, 0};
+}
+
 void run_forward_pass(const ForwardPass& pass, ForwardOps& ops) {
   const SegmentationModel& m = *pass.model;
   const ParamLayout& P = pass.param_layout;

@@ -89,5 +89,16 @@ struct ForwardPass {
 // [batch][frames][7] at layout.logprobs.
 void run_forward_pass(const ForwardPass& pass, ForwardOps& ops);
 
+// What stage `stage` (1 .. kForwardStages, as ForwardOps::stage_done numbers them) leaves behind:
+// its output buffer, window-major, so that the first n windows are its first n * per_window
+// floats. For comparing a GPU pass with the host one stage by stage.
+constexpr int kForwardStages = 9;
+struct StageOutput {
+  const char* name;
+  size_t offset;      // bytes into the arena
+  size_t per_window;  // floats
+};
+StageOutput stage_output(int stage, const BufferLayout& layout, int samples);
+
 }  // namespace cuda
 }  // namespace speakerseg

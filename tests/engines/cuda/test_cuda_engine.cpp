@@ -1,9 +1,11 @@
 // The CUDA engine against ONNX Runtime's log-probabilities, on the same reference cases as
 // test_engine_parity: every case x every cuDNN RNN algorithm x CUDA graphs off and on, three
-// forward passes each. FP32: max |difference| <= 1e-3 and no argmax change on a frame whose two
-// best reference classes are more than 1e-3 apart; the second and third passes (graph replays,
-// where graphs are on) bit-identical to the first; TF32: within 0.5. Every test that needs a GPU
-// skips, saying so, where there is none.
+// forward passes each. FP32: every pass within 2e-3 (SPEC.md's figure, for every algorithm) and no
+// argmax change on a frame whose two best reference classes are more than 1e-3 apart; whether the
+// second and third passes (graph replays, where graphs are on) are bit-identical to the first is
+// reported ("[ replays ]" lines, which scripts/gpu-check.sh collects), not asserted; TF32: within
+// 0.5. The device arena is filled with NaN whenever it is taken, so a stage reading what none
+// wrote shows. Every test that needs a GPU skips, saying so, where there is none.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,15 +18,18 @@
 #include "common/parity.h"
 #include "common/test_env.h"
 #include "engines/cuda/cuda_engine.h"
+#include "engines/cuda/forward_pass.h"
+#include "engines/cuda/host_forward_ops.h"
 #include "engines/segmentation_engine.h"
 #include "io/npy.h"
+#include "model/segmentation_model.h"
 
 namespace speakerseg {
 namespace {
 
 using test::compare;
 using test::Comparison;
-constexpr double kTolerance = test::kParityTolerance;
+constexpr double kTolerance = 2e-3;
 constexpr double kTf32Tolerance = 0.5;
 
 #define SKIP_WITHOUT_GPU()                                              \
@@ -78,13 +83,29 @@ CudaEngineOptions options_for(LstmAlgorithm algorithm, bool graphs, int max_batc
   o.cuda_graphs = graphs;
   o.max_batch = max_batch;
   o.warn = [warnings](const std::string& m) { warnings->push_back(m); };
+  // Off only for compute-sanitizer's initcheck (scripts/gpu-check.sh), to which a memset is a
+  // write that hides every later read of memory no stage wrote.
+  o.fill_arena_nan = std::getenv("SPEAKERSEG_CUDA_TEST_NO_NAN_FILL") == nullptr;
   return o;
+}
+
+// Prints whether `again` is bit-identical to `first` (and by how much it is not): reported, since
+// cuBLAS and cuDNN promise no bit-identity between an eager pass and a graph replay.
+void report_replay(const std::string& what, const std::vector<float>& first,
+                   const std::vector<float>& again) {
+  double max_diff = 0;
+  for (size_t i = 0; i < first.size(); ++i)
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(first[i]) - again[i]));
+  if (again == first)
+    std::printf("[ replays ] %s: bit-identical\n", what.c_str());
+  else
+    std::printf("[ replays ] %s: DIFFER, max |diff| %.3g\n", what.c_str(), max_diff);
 }
 
 class CudaParity
     : public ::testing::TestWithParam<std::tuple<Case, LstmAlgorithm, bool /*graphs*/>> {};
 
-TEST_P(CudaParity, MatchesOnnxRuntimeAndReplaysExactly) {
+TEST_P(CudaParity, MatchesOnnxRuntimeOnEveryPass) {
   SKIP_WITHOUT_GPU();
   const auto [c, algorithm, graphs] = GetParam();
   const Reference r = load(c);
@@ -96,8 +117,16 @@ TEST_P(CudaParity, MatchesOnnxRuntimeAndReplaysExactly) {
   std::vector<std::vector<float>> runs(3, std::vector<float>(r.logprobs.data.size(), NAN));
   for (auto& out : runs) engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
   EXPECT_TRUE(warnings.empty()) << joined(warnings);
-  EXPECT_EQ(runs[1], runs[0]) << "second pass differs from the first";
-  EXPECT_EQ(runs[2], runs[0]) << "third pass differs from the first";
+  const std::string name =
+      std::string(c.name) + " " + lstm_algorithm_name(algorithm) + (graphs ? " graphs" : " eager");
+  report_replay(name + ", pass 2", runs[0], runs[1]);
+  report_replay(name + ", pass 3", runs[0], runs[2]);
+  for (int pass = 1; pass < 3; ++pass) {
+    const Comparison again = compare(runs[pass], r.logprobs.data);
+    EXPECT_TRUE(again.finite) << "pass " << pass + 1;
+    EXPECT_LE(again.max_diff_all, kTolerance) << "pass " << pass + 1;
+    EXPECT_EQ(again.flips, 0) << "pass " << pass + 1;
+  }
 
   const Comparison cmp = compare(runs[0], r.logprobs.data);
   std::printf(
@@ -135,7 +164,7 @@ TEST_P(CudaTf32, StaysClose) {
   std::vector<float> out(r.logprobs.data.size(), NAN), again(out.size(), NAN);
   engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
   engine->forward(r.input.data.data(), r.batch, r.samples, again.data());
-  EXPECT_EQ(again, out) << "replay differs";
+  report_replay(std::string(GetParam().name) + " tf32", out, again);
   const Comparison cmp = compare(out, r.logprobs.data);
   std::printf("[ cuda tf32] %-13s: max |diff| %.3g, flips %d\n", GetParam().name, cmp.max_diff_all,
               cmp.flips);
@@ -167,7 +196,9 @@ TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
   engine->forward(long_in.data(), 1, long_samples, long_out.data());
   for (float v : long_out) ASSERT_TRUE(std::isfinite(v));
   engine->forward(r.input.data.data(), 4, r.samples, four_again.data());
-  EXPECT_EQ(four_again, four) << "batch 4 changed after the arena grew";
+  report_replay("batch 4 after the arena grew", four, four_again);
+  EXPECT_LE(compare(four_again, four).max_diff_all, kTolerance)
+      << "batch 4 changed after the arena grew";
   const Comparison cmp = compare(
       four, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + four.size()));
   EXPECT_LE(cmp.max_diff_all, kTolerance);
@@ -200,11 +231,140 @@ TEST(CudaEngine, AlternatingBatchSizesKeepResults) {
       EXPECT_EQ(cmp.flips, 0) << "batch " << batch;
       first.emplace(batch, std::move(out));
     } else {
-      EXPECT_EQ(out, seen->second) << "batch " << batch << " changed after other batch sizes ran";
+      // Its sequence lengths or graph overwritten by another size would move it far more.
+      report_replay("batch " + std::to_string(batch) + " after other sizes", seen->second, out);
+      EXPECT_LE(compare(out, seen->second).max_diff_all, kTolerance)
+          << "batch " << batch << " changed after other batch sizes ran";
     }
   }
   for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
 }
+
+// Every batch size runs padded up to its class (1, 2, 4, 8, then max_batch): the padding windows
+// must not reach the real ones' answers, and every class was made with the engine.
+TEST(CudaEngine, EveryBatchSizeRunsAsItsClass) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 12, &warnings));
+  std::printf("[ cuda     ] %s\n", engine->description().c_str());
+  EXPECT_NE(engine->description().find("5 batch classes ready in"), std::string::npos)
+      << engine->description();
+  const size_t per_window = static_cast<size_t>(frames_for_samples(r.samples)) * kClasses;
+  for (int batch = 1; batch <= 12; ++batch) {
+    // A sentinel past the batch: only `batch` windows' answers may be written.
+    std::vector<float> out((batch + 1) * per_window, 12345.f);
+    engine->forward(r.input.data.data(), batch, r.samples, out.data());
+    EXPECT_EQ(out.back(), 12345.f) << "batch " << batch << " wrote past its windows";
+    out.resize(batch * per_window);
+    const Comparison cmp = compare(
+        out, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + out.size()));
+    EXPECT_TRUE(cmp.finite) << "batch " << batch;
+    EXPECT_LE(cmp.max_diff_all, kTolerance) << "batch " << batch;
+    EXPECT_EQ(cmp.flips, 0) << "batch " << batch;
+  }
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+}
+
+// 128 windows (batch32's, four times over): past 256 blocks of 32 channels, the instance norm
+// runs its other kernel, which no reference case of at most 32 windows reaches.
+TEST(CudaEngine, LargeBatchesMatchToo) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  std::vector<std::string> warnings;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model),
+                                 options_for(LstmAlgorithm::kAuto, true, 128, &warnings));
+  std::vector<float> audio, expected;
+  for (int copy = 0; copy < 4; ++copy) {
+    audio.insert(audio.end(), r.input.data.begin(), r.input.data.end());
+    expected.insert(expected.end(), r.logprobs.data.begin(), r.logprobs.data.end());
+  }
+  std::vector<float> out(expected.size(), NAN);
+  engine->forward(audio.data(), 4 * r.batch, r.samples, out.data());
+  const Comparison cmp = compare(out, expected);
+  std::printf("[ cuda     ] batch 128 auto graphs: max |diff| %.3g, flips %d\n", cmp.max_diff_all,
+              cmp.flips);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff_all, kTolerance);
+  EXPECT_EQ(cmp.flips, 0);
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+}
+
+// The GPU pass against the host pass (host_forward_ops.h: the same sequence, each operation done
+// on the CPU as documented), stage by stage, so that a parity failure above names the stage that
+// caused it: the kernels' bodies, cuBLAS's arguments and cuDNN's reading of the packed weights each
+// show in their own stage. Each stage within 2e-3 of the host's, scaled by the host's largest
+// magnitude where that is above 1 (FP32 against double sums: 1e-6 relative is expected, a wrong
+// offset or stride moves a stage by its own size). Three windows in a class of four: the padding
+// window must not leak into them either.
+class CudaStages : public ::testing::TestWithParam<LstmAlgorithm> {};
+
+TEST_P(CudaStages, EachStageMatchesTheHostPass) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32
+  const int windows = 3, samples = r.samples;
+  const auto model = SegmentationModel::load_onnx(r.model);
+
+  cuda::ForwardPass pass;
+  pass.model = model.get();
+  const std::vector<float> params = cuda::pack_parameters(*model, &pass.param_layout);
+  pass.params = params.data();
+  pass.batch = windows;
+  pass.samples = samples;
+  pass.sinc_chunk = cuda::sinc_chunk_rows(windows, samples);
+  pass.layout = cuda::place_buffers(windows, samples, pass.sinc_chunk, 0);
+  std::vector<float> arena(pass.layout.total / sizeof(float) + 1, NAN);
+  pass.arena = reinterpret_cast<char*>(arena.data());
+  std::copy(r.input.data.begin(), r.input.data.begin() + static_cast<size_t>(windows) * samples,
+            reinterpret_cast<float*>(pass.arena + pass.layout.wave));
+  test::HostOps host(*model, frames_for_samples(samples));
+  host.set_batch(windows);
+  std::vector<std::vector<float>> expected(cuda::kForwardStages + 1);
+  host.on_stage = [&](int stage) {
+    const cuda::StageOutput o = cuda::stage_output(stage, pass.layout, samples);
+    const float* v = reinterpret_cast<const float*>(pass.arena + o.offset);
+    expected[stage].assign(v, v + windows * o.per_window);
+  };
+  cuda::run_forward_pass(pass, host);
+
+  std::vector<std::string> warnings;
+  CudaEngineOptions o = options_for(GetParam(), false, 4, &warnings);
+  std::vector<int> seen;
+  std::string first_bad;
+  o.stage_check = [&](int stage, const std::string& name, const std::vector<float>& got) {
+    seen.push_back(stage);
+    ASSERT_EQ(got.size(), expected[stage].size()) << name;
+    double max_diff = 0, scale = 1;
+    size_t not_finite = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      not_finite += !std::isfinite(got[i]);
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - expected[stage][i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(expected[stage][i])));
+    }
+    const bool ok = not_finite == 0 && max_diff <= kTolerance * scale;
+    std::printf("[ stage    ] %-22s %-12s max |diff| %.3g (scale %.3g), %zu not finite%s\n",
+                lstm_algorithm_name(GetParam()), name.c_str(), max_diff, scale, not_finite,
+                ok ? "" : "  <-- FAILS");
+    if (!ok && first_bad.empty()) first_bad = name;
+  };
+  auto engine = make_cuda_engine(model, o);
+  std::vector<float> out(static_cast<size_t>(windows) * frames_for_samples(samples) * kClasses);
+  engine->forward(r.input.data.data(), windows, samples, out.data());
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(first_bad, "") << "the first stage off the host pass: " << first_bad;
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, CudaStages,
+                         ::testing::Values(LstmAlgorithm::kStandard,
+                                           LstmAlgorithm::kPersistStaticSmallH,
+                                           LstmAlgorithm::kPersistDynamic),
+                         [](const auto& info) {
+                           std::string name = lstm_algorithm_name(info.param);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(CudaEngine, RefusesWhatItCannotRun) {
   SKIP_WITHOUT_GPU();
@@ -226,6 +386,18 @@ TEST(CudaEngine, RefusesWhatItCannotRun) {
     EXPECT_NE(std::string(e.what()).find("too short"), std::string::npos) << e.what();
   }
   EXPECT_THROW(engine->forward(audio.data(), 0, kWindowSamples, out.data()), EngineError);
+  // More frames than cuDNN's RNN takes: refused before any GPU work.
+  {
+    constexpr int kLong = 17900000;  // 18.6 min: 66 293 frames
+    const std::vector<float> long_audio(kLong, 0.f);
+    std::vector<float> long_out(static_cast<size_t>(frames_for_samples(kLong)) * kClasses);
+    try {
+      engine->forward(long_audio.data(), 1, kLong, long_out.data());
+      FAIL() << "a window of 17 900 000 samples was accepted";
+    } catch (const EngineError& e) {
+      EXPECT_NE(std::string(e.what()).find("65535 steps"), std::string::npos) << e.what();
+    }
+  }
   // Still usable after the refusals.
   engine->forward(audio.data(), 2, kWindowSamples, out.data());
   for (size_t i = 0; i < 2 * 589 * kClasses; ++i) ASSERT_TRUE(std::isfinite(out[i]));
