@@ -23,6 +23,7 @@ PACKAGES=(
   libonnx-dev libonnx1
   libprotobuf-dev libprotobuf32
   libsndfile1-dev libsndfile1 libflac12 libvorbis0a libvorbisenc2 libopus0 libogg0 libmpg123-0
+  libmpg123-dev
   libmp3lame0
   libgtest-dev
   nlohmann-json3-dev

@@ -187,7 +187,8 @@ export LD_LIBRARY_PATH=$DLIB:$LD_LIBRARY_PATH
 JOBS=$(nproc)
 
 CXXFLAGS=(-std=c++17 -O3 -DNDEBUG -fPIC -fopenmp -Wall -Wextra -DONNX_ML=1 -DONNX_NAMESPACE=onnx
-  -DSPEAKERSEG_HAVE_CUDA=1 -I"$SRC/core" -I"$DEPS/usr/include")
+  -DSPEAKERSEG_HAVE_CUDA=1 -I"$SRC/core" -I"$DEPS/usr/include"
+  -I"$DEPS/usr/include/x86_64-linux-gnu") # mpg123.h
 # -I/usr/include would break libstdc++'s #include_next: the system folder needs no flag.
 for d in $(printf '%s\n' "$CUDNN_INC" "$CUDA_INC" "$CUBLAS_INC" | awk '!seen[$0]++'); do
   [ "$d" = /usr/include ] || CXXFLAGS+=(-I"$d")
@@ -233,7 +234,7 @@ ar rcs "$WORK/libcore.a" $(ls "$WORK"/obj/*.o | grep -v -e /cuda_engine.o -e /cu
   -e /cuda_loader.o) || die "ar failed"
 
 CPU_LIBS=(-L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32 -l:libsndfile.so.1
-  -ldl -lpthread -fopenmp -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags)
+  -l:libmpg123.so.0 -ldl -lpthread -fopenmp -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags)
 "$CXX" -shared -fvisibility=hidden -o "$MODULE" "$WORK/obj/cuda_engine.o" "$WORK/obj/cuda_kernels.o" \
   "$WORK/libcore.a" "${CPU_LIBS[@]}" "$CUDART" "$CUBLAS" "$CUDNN" -Wl,-rpath,"$DLIB:$lib_path" \
   >"$WORK/module.log" 2>&1 || {
