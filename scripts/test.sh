@@ -21,9 +21,10 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   meson test -C build-asan --print-errorlogs || status=1
 
-# The shared scheduler's threads (many channels submitting, flushing, failing, stopping) under
-# ThreadSanitizer: the core and that one suite, on the release build's reference data. No
-# suppressions: a report fails the run.
+# The scheduling threads under ThreadSanitizer (the shared scheduler with many channels
+# submitting, flushing, failing and stopping; the engine pool; the per-stream worker; the voice
+# encoder shared between channels): the core and that one suite, on the release build's reference
+# data. No suppressions: a report fails the run.
 if ! [ -f build-tsan/build.ninja ]; then
   meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Dcuda=disabled \
     -Dgst=disabled >/dev/null
@@ -31,6 +32,7 @@ fi
 meson compile -C build-tsan tests/test_shared_segmenter >/dev/null
 rm -f build-tsan/shared_segmenter.xml
 SPEAKERSEG_MODEL=$PWD/models/segmentation-3.0.onnx SPEAKERSEG_REFERENCE_DIR=$PWD/build/tests/reference \
+SPEAKERSEG_VOICE_MODEL=$PWD/models/voice-encoder-ge2e.onnx \
 TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
   build-tsan/tests/test_shared_segmenter --gtest_output=xml:build-tsan/shared_segmenter.xml ||
   { echo "test.sh: shared_segmenter under ThreadSanitizer failed"; status=1; }

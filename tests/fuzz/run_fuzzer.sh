@@ -9,7 +9,7 @@ target=$1 work=$2 corpus=$3 seeds=$4
 mkdir -p "$work" "$work/../artifacts" "$seeds"
 # Full stacks at allocation: GLib has no frame pointers, and a suppression must see the GStreamer
 # frame above g_malloc0.
-export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export ASAN_OPTIONS="fast_unwind_on_malloc=0:malloc_context_size=64${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # libFuzzer's own exit code for a finding is 77, which meson reads as "skipped": every finding
 # exits 1 here.

@@ -11,7 +11,10 @@
 
 #include "common/test_env.h"
 #include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_voice_encoder.h"
 #include "io/audio_file.h"
+#include "model/voice_model.h"
+#include "scheduling/async_segmenter.h"
 #include "scheduling/engine_pool.h"
 #include "scheduling/shared_segmenter.h"
 #include "streaming/speaker_change_detector.h"
@@ -429,6 +432,65 @@ TEST(SharedSegmenter, ChannelsComingAndGoingAtRandomDisturbNobody) {
   EXPECT_EQ(scheduler->channels(), 0u);
   std::printf("[ chaos    ] %d channels came and went (%d failed) beside 2 steady ones\n",
               chaos_rounds.load(), chaos_errors.load());
+}
+
+// The per-stream worker (make_async_segmenter: a private scheduler and one channel) gives what the
+// stream gives alone; one that drops late windows, is reset with windows queued and is destroyed
+// with windows in flight stops cleanly.
+TEST(SharedSegmenter, PerStreamWorkerGivesWhatTheStreamGivesAlone) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  const auto want = alone(audio, s);
+  auto worker = make_async_segmenter(cpu_engine(), s, AsyncSegmenterOptions{1, 4, false});
+  expect_same(stream(*worker, audio, s), want, "per-stream worker");
+  EXPECT_TRUE(worker->error().empty()) << worker->error();
+
+  auto late = make_async_segmenter(cpu_engine(), s, AsyncSegmenterOptions{2, 2, true});
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  size_t submitted = 0;
+  wb.push(audio.data(), audio.size(), [&](int64_t start, const float* w) {
+    late->submit(WindowJob::from_window(start, w));
+    if (++submitted == 5) late->reset();
+  });
+  EXPECT_LE(late->queue_depth(), 2u);
+  late.reset();  // with windows queued and in flight: joins its worker
+}
+
+// Identity by voice on the shared engine: the voice encoder runs on the worker for every channel
+// and on hosts finishing theirs (never both at once). Two channels with it, side by side, give
+// what one gives alone.
+TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  s.identity.enabled = true;
+  auto voice = [] {
+    return make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
+                                  {1});
+  };
+  auto engine = cpu_engine();
+  auto alone_voice = voice();
+  SpeakerChangeDetector d(*engine, s, 1, alone_voice.get());
+  d.push(audio.data(), audio.size());
+  d.finish();
+  const auto want = d.take_changes();
+  ASSERT_FALSE(want.empty());
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, voice());
+  std::vector<std::vector<SpeakerChange>> got(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i)
+    threads.emplace_back([&, i] {
+      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0.01});
+      got[i] = stream(c, audio, s);
+      EXPECT_TRUE(c.error().empty()) << c.error();
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(got[i].size(), want.size()) << "channel " << i;
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(got[i][k].sample, want[k].sample) << "channel " << i << ", change " << k;
+      EXPECT_EQ(got[i][k].speaker, want[k].speaker) << "channel " << i << ", change " << k;
+    }
+  }
 }
 
 }  // namespace
