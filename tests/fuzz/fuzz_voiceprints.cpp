@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& p : prints->speakers) {
       double norm = 0;
       for (float v : p.embedding) norm += double(v) * v;
-      if (p.embedding.size() != 256 || std::fabs(norm - 1.0) > 1e-3 || p.name.empty() ||
+      if (p.embedding.size() != 256 || std::fabs(std::sqrt(norm) - 1.0) > 1e-3 || p.name.empty() ||
           !(p.seconds >= 0))
         std::abort();  // accepted, but not what the format promises
     }

@@ -63,17 +63,8 @@ class CpuEngine final : public SegmentationEngine {
     const StageLengths len = check_forward_shape(batch, samples);
     reserve(batch, samples, len);
 
-    // oneDNN reads its thread count from OpenMP; sgemm calls outside our parallel regions must see
-    // ours, and the caller's setting must survive.
-    const int caller_threads = omp_get_max_threads();
-    omp_set_num_threads(threads_);
-    try {
-      run(audio, batch, samples, len, logprobs);
-    } catch (...) {
-      omp_set_num_threads(caller_threads);
-      throw;
-    }
-    omp_set_num_threads(caller_threads);
+    cpu::ScopedOmpThreads threads(threads_);
+    run(audio, batch, samples, len, logprobs);
   }
 
  private:

@@ -20,6 +20,22 @@ inline void gemm(bool trans_b, int m, int n, int k, const float* a, int lda, con
     throw EngineError("oneDNN sgemm failed (status " + std::to_string(status) + ")");
 }
 
+// oneDNN's sgemm takes its thread count from OpenMP: outside our parallel regions a call would use
+// every core whatever the engine was given. The engine's count for the scope of one call into
+// it, and the caller's setting back afterwards, also when the call throws.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads) : caller_(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
+  ~ScopedOmpThreads() { omp_set_num_threads(caller_); }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int caller_;
+};
+
 // Runs f(task, thread) for task in [0, n); each thread's calls are sequential.
 template <class F>
 void parallel_for(int n, int threads, F&& f) {

@@ -7,7 +7,8 @@
 
 // GCC only: clang 14 accepts target_clones but its dispatch ran the AVX-512 body on an AVX2-only
 // CPU (SIGILL in max_pool3, seen building the fuzz targets with clang).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define SPEAKERSEG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SPEAKERSEG_CLONES

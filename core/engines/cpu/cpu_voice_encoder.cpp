@@ -33,6 +33,9 @@ class CpuVoiceEncoder final : public VoiceEncoder {
   void embed(const float* mel, int batch, int frames, float* embeddings) override {
     if (batch < 1) throw EngineError("batch must be at least 1, got " + std::to_string(batch));
     if (frames < 1) throw EngineError("a partial needs at least one mel frame");
+    // Without this, every sgemm below ran on all of OpenMP's threads whatever `threads` said
+    // (seen as OpenMP workers under ThreadSanitizer).
+    cpu::ScopedOmpThreads scoped_threads(threads_);
     const size_t rows = static_cast<size_t>(batch) * frames;
     gates_.resize(rows * kVoiceGates);
     hidden_[0].resize(rows * kVoiceHidden);
