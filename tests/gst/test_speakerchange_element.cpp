@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/temp_dir.h"
+#include "common/xorshift.h"
 #include "engines/cpu/cpu_voice_encoder.h"
 #include "features/mel_spectrogram.h"
 #include "gstspeakerchange.h"
@@ -908,11 +909,8 @@ TEST(SpeakerChangeElement, SharedElementsComingAndGoingAtRandomDisturbNobody) {
     });
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
-      uint32_t state = 2024u + 31u * t;  // a fixed xorshift sequence per thread
-      auto next = [&](uint32_t n) {
-        state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-        return state % n;
-      };
+      speakerseg::test::Xorshift rng(2024u + 31u * t);
+      auto next = [&](uint32_t n) { return rng.below(n); };
       for (int round = 0; round < 2 || !steady_done; ++round) {
         ElementRun run;
         const size_t seconds = 1 + next(14);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/test_env.h"
+#include "common/xorshift.h"
 #include "engines/cpu/cpu_engine.h"
 #include "engines/cpu/cpu_voice_encoder.h"
 #include "io/audio_file.h"
@@ -71,6 +72,21 @@ std::vector<SpeakerChange> stream(SharedSegmenterChannel& channel, const std::ve
   channel.finish(wb.total());
   append(got, channel.take_changes());
   return got;
+}
+
+// Streams `audio` through `n` channels of `scheduler` at once, one thread each (started on
+// `threads`, which the caller joins); channel i's changes go to (*got)[i].
+void stream_side_by_side(const std::shared_ptr<SharedScheduler>& scheduler,
+                         const std::vector<float>& audio, const StreamSettings& s, int n,
+                         std::vector<std::thread>* threads,
+                         std::vector<std::vector<SpeakerChange>>* got) {
+  got->assign(n, {});
+  for (int i = 0; i < n; ++i)
+    threads->emplace_back([=, &audio, &s] {
+      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0.01});
+      (*got)[i] = stream(c, audio, s);
+      EXPECT_TRUE(c.error().empty()) << c.error();
+    });
 }
 
 void expect_same(const std::vector<SpeakerChange>& got, const std::vector<SpeakerChange>& want,
@@ -368,21 +384,13 @@ TEST(SharedSegmenter, ChannelsComingAndGoingAtRandomDisturbNobody) {
 
   std::atomic<bool> steady_done{false};
   std::atomic<int> chaos_rounds{0}, chaos_errors{0};
-  std::vector<std::vector<SpeakerChange>> got(2);
+  std::vector<std::vector<SpeakerChange>> got;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i)
-    threads.emplace_back([&, i] {
-      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0.01});
-      got[i] = stream(c, audio, s);
-      EXPECT_TRUE(c.error().empty()) << c.error();
-    });
+  stream_side_by_side(scheduler, audio, s, 2, &threads, &got);
   for (int t = 0; t < 3; ++t)
     threads.emplace_back([&, t] {
-      uint32_t state = 12345u + 977u * t;  // a fixed xorshift sequence per thread
-      auto next = [&](uint32_t n) {
-        state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-        return state % n;
-      };
+      test::Xorshift rng(12345u + 977u * t);
+      auto next = [&](uint32_t n) { return rng.below(n); };
       // At least a few rounds each, then for as long as the steady channels stream.
       for (int round = 0; round < 4 || !steady_done; ++round) {
         auto c = std::make_unique<SharedSegmenterChannel>(
@@ -477,14 +485,9 @@ TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
   const auto want = d.take_changes();
   ASSERT_FALSE(want.empty());
   auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, voice());
-  std::vector<std::vector<SpeakerChange>> got(2);
+  std::vector<std::vector<SpeakerChange>> got;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i)
-    threads.emplace_back([&, i] {
-      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0.01});
-      got[i] = stream(c, audio, s);
-      EXPECT_TRUE(c.error().empty()) << c.error();
-    });
+  stream_side_by_side(scheduler, audio, s, 2, &threads, &got);
   for (auto& t : threads) t.join();
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(got[i].size(), want.size()) << "channel " << i;
