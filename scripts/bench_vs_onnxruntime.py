@@ -5,7 +5,9 @@ Both take 10 s windows at 1 s steps through the same recording (repeated to fill
 thread count, one warm-up batch, then the median of timed batches over --seconds each. ONNX Runtime
 runs with intra_op_num_threads = threads, inter_op 1, sequential execution, all graph optimisations.
 Ours runs `speakerseg bench` in a separate process (so neither one's thread pool disturbs the
-other). Prints a Markdown table with the ratio ours / ONNX Runtime, and our time per stage.
+other). Prints a Markdown table with the ratio ours / ONNX Runtime, our time per stage, and each
+stage's rate against the ceilings of one core that `tools/cpu_peak` measures (a register-only FMA
+loop, vector reads from L1, L2 and memory).
 
 With --voice, the GE2E voice encoder the same way: 160-frame mel partials (every 80 frames of the
 recording's mel, repeated to fill a batch; librosa's mel for ONNX Runtime, ours for
@@ -139,6 +141,46 @@ def main():
     print("|---:|---:|" + "---:|" * len(names))
     for (threads, batch), st in stages.items():
         print(f"| {threads} | {batch} | " + " | ".join(f"{st[n]:.2f}" for n in names) + " |")
+    distance_to_the_limit(a, stages)
+
+
+# Multiply-adds per 10 s window of each stage as the CPU engine computes it (docs/performance.md).
+STAGE_MACS = {"sinc+pool": 161e6, "conv1+pool": 128e6, "conv2+pool": 32e6, "lstm-input": 499e6,
+              "lstm-recurrence": 309e6, "head": 29e6}
+# Recurrent weights streamed per window at one sequence: 4 layers x 2 directions x 589 steps of a
+# 128 x 512 float matrix.
+RECURRENT_BYTES = 4 * 2 * 589 * 128 * 512 * 4
+
+
+def distance_to_the_limit(a, stages):
+    """Each stage's achieved rate against this machine's ceilings, measured by tools/cpu_peak."""
+    peak_exe = pathlib.Path(a.speakerseg).parent / "cpu_peak"
+    if not peak_exe.exists():
+        print(f"\n(no {peak_exe}: no ceilings measured)")
+        return
+    peak = json.loads(subprocess.run([str(peak_exe), "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    fma = peak.get("fma_avx512_gflops", peak["fma_avx2_gflops"])
+    print(f"\nCeilings of one core ({peak_exe.name} --json, {peak['isa']}): FMA {fma:.1f} GFLOP/s; "
+          f"reads {peak['read_16KiB_GBps']:.0f} GB/s from L1 (16 KiB), {peak['read_256KiB_GBps']:.0f} "
+          f"(256 KiB), {peak['read_512KiB_GBps']:.0f} (512 KiB), {peak['read_1024KiB_GBps']:.0f} "
+          f"(1 MiB), {peak['read_65536KiB_GBps']:.0f} from memory (64 MiB).\n")
+    print("| threads | batch | stage | GFLOP/s | of FMA peak | weights GB/s (batch 1) | of L2 read peak |")
+    print("|---:|---:|---|---:|---:|---:|---:|")
+    for (threads, batch), st in stages.items():
+        for name, macs in STAGE_MACS.items():
+            if name not in st or st[name] <= 0:
+                continue
+            gflops = 2 * macs / (st[name] * 1e-3) / 1e9
+            row = f"| {threads} | {batch} | {name} | {gflops:.1f} | {gflops / (fma * threads):.0%} |"
+            if name == "lstm-recurrence" and batch == 1:
+                # One thread steps both directions (512 KiB of weights), two one each (256 KiB).
+                l2 = peak["read_512KiB_GBps"] if threads == 1 else peak["read_256KiB_GBps"] * threads
+                gbps = RECURRENT_BYTES / (st[name] * 1e-3) / 1e9
+                row += f" {gbps:.1f} | {gbps / l2:.0%} |"
+            else:
+                row += " | |"
+            print(row)
 
 
 if __name__ == "__main__":

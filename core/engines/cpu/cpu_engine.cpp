@@ -1,6 +1,7 @@
 // The CPU engine: matrix products through oneDNN's sgemm, everything else in cpu_kernels.cpp,
 // parallelised by hand at a coarse grain (windows, row blocks, LSTM directions) so that each
-// sgemm call runs on one thread. On two cores this beats letting the library split small products.
+// sgemm call runs on one thread. The LSTM recurrence is our own fused kernel (lstm_recurrence.h).
+// On two cores this beats letting the library split small products.
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -8,11 +9,13 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "engines/cpu/cpu_engine.h"
 #include "engines/cpu/cpu_gemm.h"
 #include "engines/cpu/cpu_kernels.h"
+#include "engines/cpu/lstm_recurrence.h"
 
 namespace speakerseg {
 namespace {
@@ -25,9 +28,34 @@ constexpr int kSincRows = 255;                // output positions per task; a mu
 constexpr int kConvRows = 510;
 constexpr int kHeadRows = 512;
 
-enum Stage { kWaveNorm, kSinc, kNorm0, kConv1, kNorm1, kConv2, kNorm2, kLstm, kHead, kStages };
-const char* const kStageNames[kStages] = {"wave-norm",  "sinc+pool", "norm0", "conv1+pool", "norm1",
-                                          "conv2+pool", "norm2",     "lstm",  "head"};
+// Row blocks of at most kHeadRows rows, at least one per thread, of equal size: one window's 589
+// frames as 512 + 77 rows left one of two threads idle most of the time.
+struct RowBlocks {
+  int rows, count;
+  RowBlocks(int rows, int threads)
+      : rows(rows), count(std::max((rows + kHeadRows - 1) / kHeadRows, std::min(threads, rows))) {}
+  int begin(int block) const {
+    return static_cast<int>(static_cast<int64_t>(rows) * block / count);
+  }
+  int size(int block) const { return begin(block + 1) - begin(block); }
+};
+
+enum Stage {
+  kWaveNorm,
+  kSinc,
+  kNorm0,
+  kConv1,
+  kNorm1,
+  kConv2,
+  kNorm2,
+  kLstmInput,
+  kLstmRecurrence,
+  kHead,
+  kStages
+};
+const char* const kStageNames[kStages] = {"wave-norm",       "sinc+pool",  "norm0", "conv1+pool",
+                                          "norm1",           "conv2+pool", "norm2", "lstm-input",
+                                          "lstm-recurrence", "head"};
 
 class CpuEngine final : public SegmentationEngine {
  public:
@@ -46,11 +74,17 @@ class CpuEngine final : public SegmentationEngine {
       for (int k = 0; k <= kSide; ++k) sinc_even_[f * (kSide + 1) + k] = e[k];
       for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
     }
+    recurrent_weights_.reserve(2 * kLstmLayers);
+    for (int l = 0; l < kLstmLayers; ++l)
+      for (int d = 0; d < 2; ++d)
+        recurrent_weights_.emplace_back(
+            model_->lstm[l].r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden,
+            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden, cpu::lstm_isa());
   }
 
   std::string description() const override {
-    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" +
-           (threads_ > 1 ? "s" : "") + ")";
+    return std::string("cpu (oneDNN sgemm, ") + cpu::lstm_isa_name(cpu::lstm_isa()) + " LSTM, " +
+           std::to_string(threads_) + " thread" + (threads_ > 1 ? "s" : "") + ")";
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -80,7 +114,6 @@ class CpuEngine final : public SegmentationEngine {
     gates_.assign(B * T * 2 * kLstmGates, 0.f);
     for (auto& y : lstm_out_) y.assign(B * T * kLstmOutput, 0.f);
     cell_.assign(2 * B * kLstmHidden, 0.f);
-    recurrent_.assign(2 * B * kLstmGates, 0.f);
     head_.assign(B * T * kHeadHidden * 2, 0.f);
     const size_t scratch =
         std::max<size_t>(static_cast<size_t>(kSincRows) * (2 * kSide + 1 + kSincFilters),
@@ -127,7 +160,7 @@ class CpuEngine final : public SegmentationEngine {
                     features_.data());
     });
     timed(kNorm2, [&] { norm(features_.data(), B, T, kConvChannels, 2); });
-    timed(kLstm, [&] { lstm(B, T); });
+    lstm(B, T);
     timed(kHead, [&] { head(B, T, logprobs); });
   }
 
@@ -204,38 +237,40 @@ class CpuEngine final : public SegmentationEngine {
       const LstmLayerWeights& w = model_->lstm[l];
       float* out = lstm_out_[l % 2].data();
       // Input projection of the whole sequence, both directions: one product per row block.
-      const int chunks = (rows + kHeadRows - 1) / kHeadRows;
-      parallel_for(chunks, threads_, [&](int c, int) {
-        const int r0 = c * kHeadRows, n = std::min(kHeadRows, rows - r0);
-        gemm(true, n, 2 * kLstmGates, w.input_size, in + static_cast<size_t>(r0) * w.input_size,
-             w.input_size, w.w.data(), w.input_size, 0.f,
-             &gates_[static_cast<size_t>(r0) * 2 * kLstmGates], 2 * kLstmGates);
+      const RowBlocks blocks(rows, threads_);
+      timed(kLstmInput, [&] {
+        parallel_for(blocks.count, threads_, [&](int c, int) {
+          const int r0 = blocks.begin(c), n = blocks.size(c);
+          gemm(true, n, 2 * kLstmGates, w.input_size, in + static_cast<size_t>(r0) * w.input_size,
+               w.input_size, w.w.data(), w.input_size, 0.f,
+               &gates_[static_cast<size_t>(r0) * 2 * kLstmGates], 2 * kLstmGates);
+        });
       });
-      // Recurrence: the two directions are independent, and so are groups of sequences.
+      // Recurrence: one job per direction and group of sequences, spread over the threads; a
+      // thread with several jobs steps them in lockstep (one thread: both directions at once).
       const int groups = std::max(1, std::min(B, threads_ / 2));
-      parallel_for(2 * groups, threads_, [&](int task, int) {
-        const int d = task % 2, g = task / 2;
-        const int b0 = B * g / groups, b1 = B * (g + 1) / groups, nb = b1 - b0;
-        const float* r = w.r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden;
-        const float* bias = w.bias.data() + d * kLstmGates;
-        float* cell = &cell_[(static_cast<size_t>(d) * B + b0) * kLstmHidden];
-        float* rec = &recurrent_[(static_cast<size_t>(d) * B + b0) * kLstmGates];
-        std::fill(cell, cell + static_cast<size_t>(nb) * kLstmHidden, 0.f);
-        for (int s = 0; s < T; ++s) {
-          const int t = d == 0 ? s : T - 1 - s;
-          if (s > 0) {
-            const int prev = d == 0 ? t - 1 : t + 1;
-            gemm(true, nb, kLstmGates, kLstmHidden,
-                 out + (static_cast<size_t>(b0) * T + prev) * kLstmOutput + d * kLstmHidden,
-                 T * kLstmOutput, r, kLstmHidden, 0.f, rec, kLstmGates);
-          }
-          for (int b = 0; b < nb; ++b) {
-            const size_t row = static_cast<size_t>(b0 + b) * T + t;
-            cpu::lstm_cell(&gates_[row * 2 * kLstmGates + d * kLstmGates],
-                           s > 0 ? rec + b * kLstmGates : nullptr, bias, cell + b * kLstmHidden,
-                           out + row * kLstmOutput + d * kLstmHidden, kLstmHidden);
-          }
+      jobs_.resize(2 * groups);
+      for (int g = 0; g < groups; ++g)
+        for (int d = 0; d < 2; ++d) {
+          const int b0 = B * g / groups;
+          cpu::LstmRecurrenceJob& job = jobs_[2 * g + d];
+          job.weights = &recurrent_weights_[2 * l + d];
+          job.gates = &gates_[static_cast<size_t>(b0) * T * 2 * kLstmGates + d * kLstmGates];
+          job.gates_sequence = static_cast<size_t>(T) * 2 * kLstmGates;
+          job.gates_step = 2 * kLstmGates;
+          job.hidden = out + static_cast<size_t>(b0) * T * kLstmOutput + d * kLstmHidden;
+          job.hidden_sequence = static_cast<size_t>(T) * kLstmOutput;
+          job.hidden_step = kLstmOutput;
+          job.cell = &cell_[(static_cast<size_t>(d) * B + b0) * kLstmHidden];
+          job.sequences = B * (g + 1) / groups - b0;
+          job.reverse = d == 1;
         }
+      const int workers = std::min(threads_, 2 * groups);
+      timed(kLstmRecurrence, [&] {
+        parallel_for(workers, threads_, [&](int worker, int) {
+          const int j0 = 2 * groups * worker / workers, j1 = 2 * groups * (worker + 1) / workers;
+          cpu::run_lstm_recurrence(&jobs_[j0], j1 - j0, T);
+        });
       });
       in = out;
     }
@@ -245,9 +280,9 @@ class CpuEngine final : public SegmentationEngine {
     const SegmentationModel& m = *model_;
     const int rows = B * T;
     const float* in = lstm_out_[(kLstmLayers - 1) % 2].data();
-    const int chunks = (rows + kHeadRows - 1) / kHeadRows;
-    parallel_for(chunks, threads_, [&](int c, int) {
-      const int r0 = c * kHeadRows, n = std::min(kHeadRows, rows - r0);
+    const RowBlocks blocks(rows, threads_);
+    parallel_for(blocks.count, threads_, [&](int c, int) {
+      const int r0 = blocks.begin(c), n = blocks.size(c);
       float* h0 = &head_[static_cast<size_t>(r0) * kHeadHidden * 2];
       float* h1 = h0 + static_cast<size_t>(n) * kHeadHidden;
       gemm(false, n, kHeadHidden, kLstmOutput, in + static_cast<size_t>(r0) * kLstmOutput,
@@ -266,9 +301,11 @@ class CpuEngine final : public SegmentationEngine {
   std::shared_ptr<const SegmentationModel> model_;
   const int threads_;
   std::vector<float> sinc_even_, sinc_odd_;
+  std::vector<cpu::PackedLstmWeights> recurrent_weights_;  // [layer][direction]
 
   int batch_ = 0, samples_ = 0;
-  std::vector<float> wave_, pool0_, pool1_, features_, gates_, cell_, recurrent_, head_;
+  std::vector<float> wave_, pool0_, pool1_, features_, gates_, cell_, head_;
+  std::vector<cpu::LstmRecurrenceJob> jobs_;
   std::array<std::vector<float>, 2> lstm_out_;
   std::vector<float> thread_scratch_;
   size_t scratch_stride_ = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 
 // GCC only: clang 14 accepts target_clones but its dispatch ran the AVX-512 body on an AVX2-only
@@ -15,60 +14,6 @@
 #endif
 
 namespace speakerseg::cpu {
-namespace {
-
-// exp(x) to ~2 ulp (Cephes' expf polynomial) written so that the compiler vectorises it: libm's
-// expf is a scalar call and would cost more than the LSTM's matrix products.
-inline float exp_approx(float x) {
-  x = x < -87.f ? -87.f : x;
-  x = x > 88.f ? 88.f : x;
-  const float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting it rounds to an integer
-  float n = (x * 1.44269504088896341f + kRound) - kRound;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-inline float sigmoid(float x) {
-  return 1.f / (1.f + exp_approx(-x));
-}
-inline float tanh_approx(float x) {
-  return 1.f - 2.f / (1.f + exp_approx(2.f * x));
-}
-
-}  // namespace
-
-SPEAKERSEG_CLONES
-void lstm_cell(const float* pre, const float* rec, const float* bias, float* c, float* h,
-               int hidden) {
-  // Gates into local arrays first: with no possible aliasing, and no branch inside, the
-  // activation loops below vectorise.
-  constexpr int kMax = 4 * kMaxLstmHidden;
-  float g[kMax];
-  const int n = 4 * hidden;
-  for (int j = 0; j < n; ++j) g[j] = pre[j] + bias[j];
-  if (rec)
-    for (int j = 0; j < n; ++j) g[j] += rec[j];
-  for (int j = 0; j < 3 * hidden; ++j) g[j] = sigmoid(g[j]);  // i, o, f
-  for (int j = 3 * hidden; j < n; ++j) g[j] = tanh_approx(g[j]);
-  float cell[kMax / 4];
-  for (int j = 0; j < hidden; ++j) cell[j] = g[2 * hidden + j] * c[j] + g[j] * g[3 * hidden + j];
-  for (int j = 0; j < hidden; ++j) {
-    c[j] = cell[j];
-    g[j] = tanh_approx(cell[j]);
-  }
-  for (int j = 0; j < hidden; ++j) h[j] = g[hidden + j] * g[j];
-}
 
 SPEAKERSEG_CLONES
 void max_pool3(const float* in, int rows, int channels, bool absolute, float* out) {

@@ -1,6 +1,6 @@
 // GE2E on the CPU, laid out like the segmentation engine's LSTM: one input projection per layer
-// for every frame of every partial, then the recurrence step by step as a [partials x 256] by
-// [256 x 1024] product plus the shared LSTM cell, partials split across threads.
+// for every frame of every partial (oneDNN sgemm), then the shared fused recurrence kernel
+// (lstm_recurrence.h) step by step, partials split across threads.
 #include "engines/cpu/cpu_voice_encoder.h"
 
 #include <omp.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engines/cpu/cpu_gemm.h"
-#include "engines/cpu/cpu_kernels.h"
+#include "engines/cpu/lstm_recurrence.h"
 
 namespace speakerseg {
 namespace {
@@ -23,11 +23,16 @@ class CpuVoiceEncoder final : public VoiceEncoder {
  public:
   CpuVoiceEncoder(std::shared_ptr<const VoiceModel> model, const CpuEngineOptions& options)
       : model_(std::move(model)),
-        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+    recurrent_weights_.reserve(kVoiceLayers);
+    for (const VoiceLstmLayer& layer : model_->lstm)
+      recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden,
+                                      cpu::lstm_isa());
+  }
 
   std::string description() const override {
-    return "cpu (oneDNN sgemm, " + std::to_string(threads_) + " thread" +
-           (threads_ > 1 ? "s" : "") + ")";
+    return std::string("cpu (oneDNN sgemm, ") + cpu::lstm_isa_name(cpu::lstm_isa()) + " LSTM, " +
+           std::to_string(threads_) + " thread" + (threads_ > 1 ? "s" : "") + ")";
   }
 
   void embed(const float* mel, int batch, int frames, float* embeddings) override {
@@ -41,7 +46,6 @@ class CpuVoiceEncoder final : public VoiceEncoder {
     hidden_[0].resize(rows * kVoiceHidden);
     hidden_[1].resize(rows * kVoiceHidden);
     cell_.resize(static_cast<size_t>(batch) * kVoiceHidden);
-    recurrent_.resize(static_cast<size_t>(batch) * kVoiceGates);
 
     const float* in = mel;
     for (int l = 0; l < kVoiceLayers; ++l) {
@@ -56,24 +60,22 @@ class CpuVoiceEncoder final : public VoiceEncoder {
       });
       // Partials are independent sequences: one group per thread, each stepping through time.
       const int groups = std::max(1, std::min(batch, threads_));
-      parallel_for(groups, threads_, [&](int g, int) {
-        const int b0 = batch * g / groups, nb = batch * (g + 1) / groups - b0;
-        float* cell = &cell_[static_cast<size_t>(b0) * kVoiceHidden];
-        float* rec = &recurrent_[static_cast<size_t>(b0) * kVoiceGates];
-        std::fill(cell, cell + static_cast<size_t>(nb) * kVoiceHidden, 0.f);
-        for (int t = 0; t < frames; ++t) {
-          if (t > 0)
-            gemm(true, nb, kVoiceGates, kVoiceHidden,
-                 out + (static_cast<size_t>(b0) * frames + t - 1) * kVoiceHidden,
-                 frames * kVoiceHidden, w.r.data(), kVoiceHidden, 0.f, rec, kVoiceGates);
-          for (int b = 0; b < nb; ++b) {
-            const size_t row = static_cast<size_t>(b0 + b) * frames + t;
-            cpu::lstm_cell(&gates_[row * kVoiceGates], t > 0 ? rec + b * kVoiceGates : nullptr,
-                           w.bias.data(), cell + b * kVoiceHidden, out + row * kVoiceHidden,
-                           kVoiceHidden);
-          }
-        }
-      });
+      jobs_.resize(groups);
+      for (int g = 0; g < groups; ++g) {
+        const int b0 = batch * g / groups;
+        cpu::LstmRecurrenceJob& job = jobs_[g];
+        job.weights = &recurrent_weights_[l];
+        job.gates = &gates_[static_cast<size_t>(b0) * frames * kVoiceGates];
+        job.gates_sequence = static_cast<size_t>(frames) * kVoiceGates;
+        job.gates_step = kVoiceGates;
+        job.hidden = out + static_cast<size_t>(b0) * frames * kVoiceHidden;
+        job.hidden_sequence = static_cast<size_t>(frames) * kVoiceHidden;
+        job.hidden_step = kVoiceHidden;
+        job.cell = &cell_[static_cast<size_t>(b0) * kVoiceHidden];
+        job.sequences = batch * (g + 1) / groups - b0;
+      }
+      parallel_for(groups, threads_,
+                   [&](int g, int) { cpu::run_lstm_recurrence(&jobs_[g], 1, frames); });
       in = out;
     }
 
@@ -102,7 +104,9 @@ class CpuVoiceEncoder final : public VoiceEncoder {
 
   std::shared_ptr<const VoiceModel> model_;
   const int threads_;
-  std::vector<float> gates_, cell_, recurrent_, last_;
+  std::vector<float> gates_, cell_, last_;
+  std::vector<cpu::LstmRecurrenceJob> jobs_;
+  std::vector<cpu::PackedLstmWeights> recurrent_weights_;  // per layer
   std::vector<float> hidden_[2];
 };
 

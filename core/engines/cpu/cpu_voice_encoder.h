@@ -1,4 +1,4 @@
-// The GE2E voice encoder on the CPU (oneDNN sgemm and the segmentation engine's LSTM cell).
+// The GE2E voice encoder on the CPU (oneDNN sgemm and the shared LSTM recurrence kernel).
 #pragma once
 
 #include <memory>

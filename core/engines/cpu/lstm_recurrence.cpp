@@ -1,0 +1,124 @@
+#include "engines/cpu/lstm_recurrence.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "engines/cpu/lstm_recurrence_isa.h"
+
+namespace speakerseg::cpu {
+namespace {
+
+int width_of(LstmIsa isa) {
+  switch (isa) {
+    case LstmIsa::kAvx512:
+      return isa::kAvx512Width;
+    case LstmIsa::kAvx2:
+      return isa::kAvx2Width;
+    case LstmIsa::kScalar:
+      break;
+  }
+  return isa::kScalarWidth;
+}
+
+LstmIsa detect() {
+  LstmIsa best = LstmIsa::kScalar;
+  for (LstmIsa isa : {LstmIsa::kAvx2, LstmIsa::kAvx512})
+    if (lstm_isa_supported(isa)) best = isa;
+  if (const char* forced = std::getenv("SPEAKERSEG_CPU_ISA"); forced && *forced) {
+    for (LstmIsa isa : {LstmIsa::kAvx512, LstmIsa::kAvx2, LstmIsa::kScalar})
+      if (std::strcmp(forced, lstm_isa_name(isa)) == 0 && lstm_isa_supported(isa)) return isa;
+  }
+  return best;
+}
+
+}  // namespace
+
+bool lstm_isa_supported(LstmIsa isa) {
+  switch (isa) {
+    case LstmIsa::kScalar:
+      return true;
+#if defined(__x86_64__)
+    case LstmIsa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case LstmIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f");
+#else
+    default:
+      return false;
+#endif
+  }
+  return false;
+}
+
+const char* lstm_isa_name(LstmIsa isa) {
+  switch (isa) {
+    case LstmIsa::kAvx512:
+      return "avx512";
+    case LstmIsa::kAvx2:
+      return "avx2";
+    case LstmIsa::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+LstmIsa lstm_isa() {
+  static const LstmIsa isa = detect();
+  return isa;
+}
+
+PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, int hidden,
+                                     LstmIsa isa)
+    : hidden_(hidden), width_(width_of(isa)), isa_(isa), bias_(bias, bias + 4 * hidden) {
+  if (!lstm_isa_supported(isa))
+    throw std::invalid_argument(std::string("this CPU does not run the ") + lstm_isa_name(isa) +
+                                " LSTM kernel");
+  if (hidden <= 0 || hidden % width_ != 0)
+    throw std::invalid_argument("LSTM hidden size " + std::to_string(hidden) +
+                                " is not a multiple of the kernel's " + std::to_string(width_) +
+                                " lanes");
+  const size_t H = hidden, W = width_, floats = 4 * H * H;
+  storage_.assign(floats + 16, 0.f);
+  const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+  packed_ = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
+  for (size_t block = 0; block < H / W; ++block)
+    for (size_t k = 0; k < H; ++k)
+      for (size_t g = 0; g < 4; ++g)
+        for (size_t lane = 0; lane < W; ++lane)
+          packed_[((block * H + k) * 4 + g) * W + lane] =
+              recurrent[(g * H + block * W + lane) * H + k];
+}
+
+void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
+  if (count <= 0 || steps <= 0) return;
+  constexpr int kMaxJobs = 16;
+  if (count > kMaxJobs) {
+    run_lstm_recurrence(jobs, kMaxJobs, steps);
+    return run_lstm_recurrence(jobs + kMaxJobs, count - kMaxJobs, steps);
+  }
+  const PackedLstmWeights& first = *jobs[0].weights;
+  isa::RecurrenceTask tasks[kMaxJobs];
+  for (int i = 0; i < count; ++i) {
+    const LstmRecurrenceJob& job = jobs[i];
+    if (job.weights->isa() != first.isa() || job.weights->hidden() != first.hidden())
+      throw std::invalid_argument("LSTM recurrence jobs packed for different kernels");
+    tasks[i] = {job.weights->data(), job.weights->bias(), job.gates,
+                job.gates_sequence,  job.gates_step,      job.hidden,
+                job.hidden_sequence, job.hidden_step,     job.cell,
+                job.sequences,       job.reverse};
+  }
+  switch (first.isa()) {
+#if defined(__x86_64__)
+    case LstmIsa::kAvx512:
+      return isa::run_avx512(tasks, count, steps, first.hidden());
+    case LstmIsa::kAvx2:
+      return isa::run_avx2(tasks, count, steps, first.hidden());
+#endif
+    default:
+      return isa::run_scalar(tasks, count, steps, first.hidden());
+  }
+}
+
+}  // namespace speakerseg::cpu

@@ -1,0 +1,69 @@
+// The LSTM recurrence of the CPU engines: h(t-1) times the recurrent weights, the gates and the
+// cell update, fused into one pass over weights packed once at load. At one sequence a step is a
+// 1 x H by H x 4H product whose weights (256 KB for segmentation-3.0's hidden 128, 1 MB for the
+// voice encoder's 256) stay in the core's L2 from step to step; a library sgemm call per step
+// re-reads them in its own layout and pays its dispatch every time, and the gates then make a
+// second pass over the product. Here each block of hidden units streams its weights once per step,
+// the accumulators become gates in registers, and several sequences (or both directions of one)
+// share each weight load. Compiled for AVX-512, AVX2 and plain C++, picked at run time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace speakerseg::cpu {
+
+// Instruction sets the kernel is built for, best first.
+enum class LstmIsa { kAvx512, kAvx2, kScalar };
+
+// The best set this CPU runs, or the one SPEAKERSEG_CPU_ISA names (avx512, avx2, scalar: to
+// compare them, or to step down past a faulty one) when this CPU runs it.
+LstmIsa lstm_isa();
+bool lstm_isa_supported(LstmIsa isa);
+const char* lstm_isa_name(LstmIsa isa);
+
+// One direction's recurrent weights R [4H][H] (ONNX gate order i, o, f, c) and bias [4H], laid out
+// for one instruction set: per block of W hidden units (W = the vector width), for each input k,
+// the W rows of each gate: [H/W][H][4][W].
+class PackedLstmWeights {
+ public:
+  PackedLstmWeights(const float* recurrent, const float* bias, int hidden, LstmIsa isa);
+
+  int hidden() const { return hidden_; }
+  LstmIsa isa() const { return isa_; }
+  int width() const { return width_; }
+  const float* data() const { return packed_; }
+  const float* bias() const { return bias_.data(); }
+
+ private:
+  int hidden_, width_;
+  LstmIsa isa_;
+  std::vector<float> storage_;  // packed_ is storage_ aligned to 64 bytes
+  float* packed_ = nullptr;
+  std::vector<float> bias_;
+};
+
+// One direction of `sequences` sequences. Row (b, t) of the input projection (4H values, gate
+// order i, o, f, c, without bias) is at gates + b * gates_sequence + t * gates_step; the hidden
+// state h(t) of sequence b is written at hidden + b * hidden_sequence + t * hidden_step. `cell`
+// holds sequences x H floats of scratch. Reverse runs t = steps - 1 down to 0.
+struct LstmRecurrenceJob {
+  const PackedLstmWeights* weights = nullptr;
+  const float* gates = nullptr;
+  size_t gates_sequence = 0, gates_step = 0;
+  float* hidden = nullptr;
+  size_t hidden_sequence = 0, hidden_step = 0;
+  float* cell = nullptr;
+  int sequences = 0;
+  bool reverse = false;
+};
+
+// Runs the jobs' recurrences from zero states through `steps` steps, all on the calling thread
+// and in lockstep: independent jobs (two directions, two groups of sequences) interleaved step by
+// step keep more of the core busy than one after the other. Every job's weights must be packed
+// for the same instruction set.
+void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps);
+
+}  // namespace speakerseg::cpu

@@ -1,0 +1,31 @@
+// What the dispatcher (lstm_recurrence.cpp) hands to the kernel built for one instruction set:
+// plain data only. The per-set files are compiled with their own -m flags, so they must not
+// instantiate any inline function or template that other files also instantiate (the linker keeps
+// one copy, perhaps the AVX-512 one, for everybody): no standard library containers in here.
+#pragma once
+
+#include <cstddef>
+
+namespace speakerseg::cpu::isa {
+
+struct RecurrenceTask {
+  const float* packed;  // [H/W][H][4][W]
+  const float* bias;    // [4H]
+  const float* gates;
+  size_t gates_sequence, gates_step;
+  float* hidden;
+  size_t hidden_sequence, hidden_step;
+  float* cell;
+  int sequences;
+  bool reverse;
+};
+
+// Each runs `count` tasks in lockstep through `steps` steps; all have the same hidden size, a
+// multiple of the set's width.
+void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden);
+void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden);
+void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden);
+
+constexpr int kAvx512Width = 16, kAvx2Width = 8, kScalarWidth = 1;
+
+}  // namespace speakerseg::cpu::isa

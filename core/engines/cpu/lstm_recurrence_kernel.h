@@ -1,0 +1,158 @@
+// The fused LSTM recurrence, written once over a small set of vector operations `O` (one struct
+// per instruction set, in lstm_recurrence_<set>.cpp). Everything here has internal linkage: each
+// per-set file gets its own copy, compiled for its own set.
+//
+// Per step and block of W hidden units, the accumulators of the four gates start from the input
+// projection plus bias, take h(t-1)[k] times row k of the packed block for every k (one broadcast,
+// four loads and 4 x S fused multiply-adds per k for S sequences), and become gates, cell and
+// hidden state without leaving registers. exp is Cephes' expf polynomial (~2 ulp): libm's is a
+// scalar call and would cost more than the products.
+#pragma once
+
+#include "engines/cpu/lstm_recurrence_isa.h"
+
+namespace speakerseg::cpu::isa {
+namespace {
+
+template <class O>
+inline typename O::V exp_v(typename O::V x) {
+  using V = typename O::V;
+  x = O::max(x, O::set(-87.f));
+  x = O::min(x, O::set(88.f));
+  const V round = O::set(12582912.f);  // 1.5 * 2^23: adding and subtracting it rounds
+  const V n = O::sub(O::fma(x, O::set(1.44269504088896341f), round), round);
+  V r = O::fma(n, O::set(-0.693359375f), x);
+  r = O::fma(n, O::set(2.12194440e-4f), r);
+  V p = O::set(1.9875691500e-4f);
+  p = O::fma(p, r, O::set(1.3981999507e-3f));
+  p = O::fma(p, r, O::set(8.3334519073e-3f));
+  p = O::fma(p, r, O::set(4.1665795894e-2f));
+  p = O::fma(p, r, O::set(1.6666665459e-1f));
+  p = O::fma(p, r, O::set(5.0000001201e-1f));
+  p = O::fma(O::mul(p, r), r, O::add(r, O::set(1.f)));
+  return O::mul(p, O::pow2(n));
+}
+
+template <class O>
+inline typename O::V sigmoid_v(typename O::V x) {
+  const typename O::V one = O::set(1.f);
+  return O::div(one, O::add(one, exp_v<O>(O::sub(O::set(0.f), x))));
+}
+
+template <class O>
+inline typename O::V tanh_v(typename O::V x) {
+  const typename O::V one = O::set(1.f);
+  return O::sub(one, O::div(O::set(2.f), O::add(one, exp_v<O>(O::add(x, x)))));
+}
+
+// V consecutive blocks of W hidden units, S sequences: 4 * V * S accumulators.
+template <class O, int V, int S>
+inline void block_step(const float* packed, const float* bias, int hidden, int j0,
+                       const float* const* pre, const float* const* prev, float* const* cell,
+                       float* const* out) {
+  constexpr int W = O::kWidth;
+  using Vec = typename O::V;
+  const size_t block_floats = static_cast<size_t>(hidden) * 4 * W;
+  Vec acc[4][V][S];
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int col = g * hidden + j0 + v * W;
+      const Vec b = O::load(bias + col);
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s) acc[g][v][s] = O::add(O::load(pre[s] + col), b);
+    }
+  if (prev) {
+    const float* w = packed + static_cast<size_t>(j0 / W) * block_floats;
+    for (int k = 0; k < hidden; ++k) {
+      Vec h[S];
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s) h[s] = O::set(prev[s][k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v)
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+          const Vec wv = O::load(w + v * block_floats + (static_cast<size_t>(k) * 4 + g) * W);
+#pragma GCC unroll 8
+          for (int s = 0; s < S; ++s) acc[g][v][s] = O::fma(wv, h[s], acc[g][v][s]);
+        }
+    }
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v)
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) {
+      const Vec i = sigmoid_v<O>(acc[0][v][s]);
+      const Vec o = sigmoid_v<O>(acc[1][v][s]);
+      const Vec f = sigmoid_v<O>(acc[2][v][s]);
+      const Vec c_in = tanh_v<O>(acc[3][v][s]);
+      float* c_ptr = cell[s] + j0 + v * W;
+      const Vec c = O::fma(f, O::load(c_ptr), O::mul(i, c_in));
+      O::store(c_ptr, c);
+      O::store(out[s] + j0 + v * W, O::mul(o, tanh_v<O>(c)));
+    }
+}
+
+// Blocks [j, j + V) of S sequences from b0 on, at step t (prev_t < 0: the first step).
+template <class O, int V, int S>
+inline void sequences_step(const RecurrenceTask& task, int hidden, int b0, int j, int t,
+                           int prev_t) {
+  const float* pre[S];
+  const float* prev[S];
+  float* cell[S];
+  float* out[S];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s) {
+    const size_t b = static_cast<size_t>(b0 + s);
+    pre[s] = task.gates + b * task.gates_sequence + static_cast<size_t>(t) * task.gates_step;
+    prev[s] = task.hidden + b * task.hidden_sequence +
+              static_cast<size_t>(prev_t < 0 ? 0 : prev_t) * task.hidden_step;
+    cell[s] = task.cell + b * hidden;
+    out[s] = task.hidden + b * task.hidden_sequence + static_cast<size_t>(t) * task.hidden_step;
+  }
+  block_step<O, V, S>(task.packed, task.bias, hidden, j * O::kWidth, pre,
+                      prev_t < 0 ? nullptr : prev, cell, out);
+}
+
+// One block for the S (or, at the tail, fewer) sequences from b0 on.
+template <class O, int S>
+inline void chunk_step(const RecurrenceTask& task, int hidden, int b0, int left, int j, int t,
+                       int prev_t) {
+  if constexpr (S > 1) {
+    if (left < S) return chunk_step<O, S - 1>(task, hidden, b0, left, j, t, prev_t);
+  }
+  sequences_step<O, 1, S>(task, hidden, b0, j, t, prev_t);
+}
+
+template <class O>
+inline void task_step(const RecurrenceTask& task, int hidden, int t, int prev_t) {
+  const int blocks = hidden / O::kWidth;
+  if (task.sequences == 1 && blocks % O::kBlocksPerPass == 0) {
+    // One sequence: several blocks at once for enough independent accumulators.
+    for (int j = 0; j < blocks; j += O::kBlocksPerPass)
+      sequences_step<O, O::kBlocksPerPass, 1>(task, hidden, 0, j, t, prev_t);
+    return;
+  }
+  // Block by block, all sequences: a block's weights (H x 4W floats: 16 KB for AVX2 at hidden
+  // 128) come from L2 for the first chunk of sequences and from L1 for the others.
+  for (int j = 0; j < blocks; ++j)
+    for (int b0 = 0; b0 < task.sequences; b0 += O::kMaxSequences)
+      chunk_step<O, O::kMaxSequences>(task, hidden, b0, task.sequences - b0, j, t, prev_t);
+}
+
+template <class O>
+inline void run_tasks(const RecurrenceTask* tasks, int count, int steps, int hidden) {
+  for (int i = 0; i < count; ++i)
+    for (size_t k = 0; k < static_cast<size_t>(tasks[i].sequences) * hidden; ++k)
+      tasks[i].cell[k] = 0.f;
+  for (int s = 0; s < steps; ++s)
+    for (int i = 0; i < count; ++i) {
+      const RecurrenceTask& task = tasks[i];
+      const int t = task.reverse ? steps - 1 - s : s;
+      task_step<O>(task, hidden, t, s == 0 ? -1 : task.reverse ? t + 1 : t - 1);
+    }
+}
+
+}  // namespace
+}  // namespace speakerseg::cpu::isa
