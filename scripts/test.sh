@@ -12,9 +12,11 @@ scripts/setup.sh
 status=0
 meson test -C build --print-errorlogs || status=1
 
+# -O1 with line tables only (-g1) halves this build's compile time; the numeric kernels keep -O2
+# (core/meson.build), without which the sanitized tests take twice as long.
 if ! [ -f build-asan/build.ninja ]; then
-  meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dcuda=disabled
+  meson setup build-asan --buildtype=debugoptimized -Doptimization=1 -Dcpp_args=-g1 -Dc_args=-g1 \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
 fi
 # halt_on_error: a sanitizer report fails the test instead of scrolling past.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1} \
