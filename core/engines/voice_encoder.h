@@ -16,7 +16,7 @@ class VoiceEncoder {
  public:
   virtual ~VoiceEncoder() = default;
 
-  // "cpu (oneDNN sgemm, 2 threads)", for logs and benchmark tables.
+  // "cpu (oneDNN sgemm, avx2 LSTM, 2 threads)", for logs and benchmark tables.
   virtual std::string description() const = 0;
 
   // Embeds `batch` partials of `frames` mel frames each ([batch][frames][kMelBands], one after

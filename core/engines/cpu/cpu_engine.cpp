@@ -83,8 +83,7 @@ class CpuEngine final : public SegmentationEngine {
   }
 
   std::string description() const override {
-    return std::string("cpu (oneDNN sgemm, ") + cpu::lstm_isa_name(cpu::lstm_isa()) + " LSTM, " +
-           std::to_string(threads_) + " thread" + (threads_ > 1 ? "s" : "") + ")";
+    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()));
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {

@@ -36,6 +36,12 @@ class ScopedOmpThreads {
   int caller_;
 };
 
+// "cpu (oneDNN sgemm, avx2 LSTM, 2 threads)": what both CPU engines say they are.
+inline std::string engine_description(int threads, const char* lstm_kernel) {
+  return std::string("cpu (oneDNN sgemm, ") + lstm_kernel + " LSTM, " + std::to_string(threads) +
+         " thread" + (threads > 1 ? "s" : "") + ")";
+}
+
 // Runs f(task, thread) for task in [0, n); each thread's calls are sequential.
 template <class F>
 void parallel_for(int n, int threads, F&& f) {

@@ -31,8 +31,7 @@ class CpuVoiceEncoder final : public VoiceEncoder {
   }
 
   std::string description() const override {
-    return std::string("cpu (oneDNN sgemm, ") + cpu::lstm_isa_name(cpu::lstm_isa()) + " LSTM, " +
-           std::to_string(threads_) + " thread" + (threads_ > 1 ? "s" : "") + ")";
+    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()));
   }
 
   void embed(const float* mel, int batch, int frames, float* embeddings) override {

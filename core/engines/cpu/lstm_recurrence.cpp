@@ -71,15 +71,16 @@ LstmIsa lstm_isa() {
 
 PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, int hidden,
                                      LstmIsa isa)
-    : hidden_(hidden), width_(width_of(isa)), isa_(isa), bias_(bias, bias + 4 * hidden) {
+    : hidden_(hidden), isa_(isa), bias_(bias, bias + 4 * hidden) {
+  const int width = width_of(isa);
   if (!lstm_isa_supported(isa))
     throw std::invalid_argument(std::string("this CPU does not run the ") + lstm_isa_name(isa) +
                                 " LSTM kernel");
-  if (hidden <= 0 || hidden % width_ != 0)
+  if (hidden <= 0 || hidden % width != 0)
     throw std::invalid_argument("LSTM hidden size " + std::to_string(hidden) +
-                                " is not a multiple of the kernel's " + std::to_string(width_) +
+                                " is not a multiple of the kernel's " + std::to_string(width) +
                                 " lanes");
-  const size_t H = hidden, W = width_, floats = 4 * H * H;
+  const size_t H = hidden, W = width, floats = 4 * H * H;
   storage_.assign(floats + 16, 0.f);
   const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
   packed_ = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);

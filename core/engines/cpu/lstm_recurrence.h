@@ -33,12 +33,11 @@ class PackedLstmWeights {
 
   int hidden() const { return hidden_; }
   LstmIsa isa() const { return isa_; }
-  int width() const { return width_; }
   const float* data() const { return packed_; }
   const float* bias() const { return bias_.data(); }
 
  private:
-  int hidden_, width_;
+  int hidden_;
   LstmIsa isa_;
   std::vector<float> storage_;  // packed_ is storage_ aligned to 64 bytes
   float* packed_ = nullptr;
