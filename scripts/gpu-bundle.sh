@@ -29,7 +29,9 @@ PACKAGES=(
   nlohmann-json3-dev
 )
 MODEL=models/segmentation-3.0.onnx
+VOICE_MODEL=models/voice-encoder-ge2e.onnx
 REFERENCE=build/tests/reference
+VOICE_REFERENCE=build/tests/reference-voice
 SAMPLE_DIR=../shared/data/pyannote-debug
 
 say() { printf 'gpu-bundle: %s\n' "$*"; }
@@ -39,6 +41,11 @@ die() {
 }
 
 [ -f "$MODEL" ] || die "$MODEL is missing: run scripts/setup.sh first"
+[ -f "$VOICE_MODEL" ] || die "$VOICE_MODEL is missing: run scripts/setup.sh first"
+if ! [ -f "$VOICE_REFERENCE/manifest.txt" ]; then
+  say "building the voice encoder's reference ($VOICE_REFERENCE)"
+  ninja -C build tests/reference-voice.stamp >/dev/null
+fi
 [ -f "$SAMPLE_DIR/sample.wav" ] || die "$SAMPLE_DIR/sample.wav is missing (the benchmark's audio)"
 if ! [ -f "$REFERENCE/batch32.logprobs.npy" ]; then
   say "building the reference tensors ($REFERENCE)"
@@ -81,12 +88,14 @@ done
 mkdir -p "$OUT"
 tar -C "$stage/root" -cJf "$OUT/deps.tar.xz" "${keep[@]}"
 
-mkdir -p "$stage/data/model" "$stage/data/reference" "$stage/data/audio"
+mkdir -p "$stage/data/model" "$stage/data/reference" "$stage/data/reference-voice" "$stage/data/audio"
 cp "$MODEL" models/LICENSE-segmentation-3.0.txt "$stage/data/model/"
+cp "$VOICE_MODEL" models/LICENSE-voice-encoder-ge2e.txt "$stage/data/model/"
+cp "$VOICE_REFERENCE"/*.npy "$VOICE_REFERENCE/manifest.txt" "$stage/data/reference-voice/"
 cp "$REFERENCE"/*.npy "$REFERENCE"/*.onnx "$REFERENCE/manifest.txt" "$stage/data/reference/"
 cp "$SAMPLE_DIR/sample.wav" "$stage/data/audio/"
 cp "$SAMPLE_DIR"/LICENSE* "$stage/data/audio/" 2>/dev/null || true
-tar -C "$stage/data" -cJf "$OUT/data.tar.xz" model reference audio
+tar -C "$stage/data" -cJf "$OUT/data.tar.xz" model reference reference-voice audio
 
 {
   echo "speakerseg GPU bundle, made $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"

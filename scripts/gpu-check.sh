@@ -4,15 +4,18 @@
 # packages, it
 #   1. prints the GPU, driver, CUDA, cuDNN and NVRTC versions, before anything else;
 #   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the core, the CUDA
-#      engine module, speakerseg and test_cuda_engine with plain compiler commands (no meson);
+#      module (segmentation engine and voice encoder), speakerseg and the test suites with plain
+#      compiler commands (no meson);
 #   3. runs test_cuda_engine: ONNX Runtime parity of every algorithm, graphs off and on, within
 #      2e-3 on every pass, with the device arena filled with NaN; every stage of the GPU pass
 #      against the host pass, so that a failure names its stage; whether replays are bit-identical
 #      is reported, not asserted, and where they differ the tests run again with
-#      CUBLAS_WORKSPACE_CONFIG=:4096:2 and both results are shown;
+#      CUBLAS_WORKSPACE_CONFIG=:4096:2 and both results are shown; then test_cuda_voice_encoder:
+#      GE2E embeddings against the original weights (cosine >= 0.9999), every algorithm;
 #   4. prints a benchmark table: per-forward median and p99, windows/s, engine start-up, for batch
 #      1, 2, 4, 8, 16, 32, 64, 128, 512 x each LSTM algorithm x CUDA graphs on/off, the CPU engine
-#      on the same windows, then the fastest algorithm per batch: the table that sets `auto`;
+#      on the same windows, then the fastest algorithm per batch: the table that sets `auto`; then
+#      the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
 #   5. runs 2 000 and 5 000 live channels on one shared CUDA engine (speakerseg live);
 #   6. runs a few GPU tests under compute-sanitizer's memcheck and initcheck while time is left.
 # Meant to finish in under 8 minutes on a 16-core machine; past GPU_CHECK_BUDGET seconds (default
@@ -197,9 +200,14 @@ GENCODE=(-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_80,code=sm_80
   -gencode=arch=compute_86,code=sm_86 -gencode=arch=compute_89,code=sm_89
   "-gencode=arch=compute_90,code=[sm_90,compute_90]")
 compile() {  # compile SOURCE: one object, its log beside it
-  local o
+  local o isa=()
   o="$WORK/obj/$(basename "$1" .cpp).o"
-  "$CXX" "${CXXFLAGS[@]}" -c "$1" -o "$o" >"$o.log" 2>&1 || {
+  # The LSTM recurrence of each instruction set is compiled for that set (core/meson.build).
+  case "$1" in
+    *lstm_recurrence_avx2.cpp) isa=(-mavx2 -mfma) ;;
+    *lstm_recurrence_avx512.cpp) isa=(-mavx512f -mavx2 -mfma) ;;
+  esac
+  "$CXX" "${CXXFLAGS[@]}" "${isa[@]}" -c "$1" -o "$o" >"$o.log" 2>&1 || {
     cat "$o.log"
     touch "$WORK/obj/FAILED"
   }
@@ -219,8 +227,14 @@ CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\
   -DSPEAKERSEG_BUILD_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\""
   -DSPEAKERSEG_INSTALLED_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\"")
 CUDA_SRC=$SRC/core/engines/cuda
+# What goes into the module and not into libcore.a (core/meson.build's shared_module).
+MODULE_SOURCES="cuda_module cuda_engine cuda_voice_encoder cuda_errors cudnn_rnn cuda_graph
+  cuda_buffers"
+MODULE_OBJECTS=()
+for m in $MODULE_SOURCES; do MODULE_OBJECTS+=("$WORK/obj/$m.o"); done
 for src in $(find "$SRC/core" -name '*.cpp' -not -path "$CUDA_SRC/*" | sort) \
-  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,plan_policy,cuda_engine}.cpp; do
+  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,plan_policy,voice_pass}.cpp \
+  $(printf "$CUDA_SRC/%s.cpp " $MODULE_SOURCES); do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   compile "$src" &
 done
@@ -230,12 +244,12 @@ wait
 [ -e "$WORK/obj/FAILED" ] && die "compiling the core failed"
 for log in "$WORK"/obj/*.log; do grep -qi warning "$log" && cat "$log"; done
 rm -f "$WORK/libcore.a"
-ar rcs "$WORK/libcore.a" $(ls "$WORK"/obj/*.o | grep -v -e /cuda_engine.o -e /cuda_kernels.o \
-  -e /cuda_loader.o) || die "ar failed"
+ar rcs "$WORK/libcore.a" $(ls "$WORK"/obj/*.o | grep -v -F "${MODULE_OBJECTS[@]/#/-e}" \
+  -e /cuda_kernels.o -e /cuda_loader.o) || die "ar failed"
 
 CPU_LIBS=(-L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32 -l:libsndfile.so.1
   -l:libmpg123.so.0 -ldl -lpthread -fopenmp -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags)
-"$CXX" -shared -fvisibility=hidden -o "$MODULE" "$WORK/obj/cuda_engine.o" "$WORK/obj/cuda_kernels.o" \
+"$CXX" -shared -fvisibility=hidden -o "$MODULE" "${MODULE_OBJECTS[@]}" "$WORK/obj/cuda_kernels.o" \
   "$WORK/libcore.a" "${CPU_LIBS[@]}" "$CUDART" "$CUBLAS" "$CUDNN" -Wl,-rpath,"$DLIB:$lib_path" \
   >"$WORK/module.log" 2>&1 || {
   cat "$WORK/module.log"
@@ -246,17 +260,19 @@ LIBS=("$WORK/obj/cuda_loader.o" "$WORK/libcore.a" "${CPU_LIBS[@]}" -Wl,-rpath,"$
   -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
   -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
 tool_pid=$!
-# The host-side suites too: the forward pass on the CPU and the engine's GPU-free decisions.
+# The GPU suites of both engines, and the host-side suites too: the forward pass on the CPU, the
+# engines' GPU-free decisions, the LSTM weight packing of both networks, and the CPU LSTM kernel
+# (these machines' CPUs may run its AVX-512 path, which the project's own may not).
+HOST_SUITES="cuda_forward_pass cuda_plan_policy cudnn_lstm_weights lstm_recurrence"
+suite_source() { [ -f "$SRC/tests/engines/cuda/test_$1.cpp" ] && echo "$SRC/tests/engines/cuda/test_$1.cpp" ||
+  echo "$SRC/tests/engines/test_$1.cpp"; }
 host_pids=()
-for t in cuda_forward_pass cuda_plan_policy; do
-  "$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$SRC/tests/engines/cuda/test_$t.cpp" \
+for t in $HOST_SUITES cuda_engine cuda_voice_encoder; do
+  "$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$(suite_source "$t")" \
     -o "$WORK/bin/test_$t" "$DLIB/libgtest_main.a" "$DLIB/libgtest.a" "${LIBS[@]}" \
     >"$WORK/test_$t.build.log" 2>&1 &
   host_pids+=($!)
 done
-"$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$SRC/tests/engines/cuda/test_cuda_engine.cpp" \
-  -o "$WORK/bin/test_cuda_engine" "$DLIB/libgtest_main.a" "$DLIB/libgtest.a" "${LIBS[@]}" ||
-  die "building test_cuda_engine failed"
 wait $tool_pid || die "building speakerseg failed"
 for pid in "${host_pids[@]}"; do
   wait "$pid" || {
@@ -271,14 +287,18 @@ say "built in $((SECONDS - start_build)) s"
 
 export SPEAKERSEG_MODEL=$MODEL
 export SPEAKERSEG_REFERENCE_DIR=$DATA/reference
+export SPEAKERSEG_VOICE_MODEL=$DATA/model/voice-encoder-ge2e.onnx
+export SPEAKERSEG_VOICE_REFERENCE_DIR=$DATA/reference-voice
 count() { grep -c "$1" "$2"; }  # count PATTERN LOG
 
-echo "=== host suites: the forward pass on the CPU, the engine's GPU-free decisions"
+echo "=== host suites: the forward pass on the CPU, the engines' GPU-free decisions, the packing,"
+echo "    the CPU LSTM kernel ($(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f') on this CPU)"
 host_rc=0
-for t in cuda_forward_pass cuda_plan_policy; do
+for t in $HOST_SUITES; do
   "$WORK/bin/test_$t" >"$WORK/test_$t.log" 2>&1 || host_rc=1
   say "test_$t: $(count '^\[       OK \]' "$WORK/test_$t.log") passed," \
-    "$(count '^\[  FAILED  \] .*(' "$WORK/test_$t.log") failed"
+    "$(count '^\[  FAILED  \] .*(' "$WORK/test_$t.log") failed," \
+    "$(count '^\[  SKIPPED \] .*(' "$WORK/test_$t.log") skipped"
   grep -E -A12 '^\[  FAILED  \]|Failure$' "$WORK/test_$t.log" | head -n 40
 done
 
@@ -311,6 +331,13 @@ if grep -q '^\[ replays \] .*DIFFER' "$WORK/test.log"; then
   engine_tests "$WORK/test-cublas-workspace.log" CUBLAS_WORKSPACE_CONFIG=:4096:2
   grep '^\[ replays \] .*DIFFER' "$WORK/test-cublas-workspace.log" | head -n 20
 fi
+echo "=== test_cuda_voice_encoder"
+"$WORK/bin/test_cuda_voice_encoder" "${filter[@]}" >"$WORK/test_voice.log" 2>&1 || test_rc=1
+grep -E '^\[ (cuda voice|warning|replays) ' "$WORK/test_voice.log" | head -n 80
+grep -E -A12 '^\[  FAILED  \]|Failure$' "$WORK/test_voice.log" | head -n 60
+say "test_cuda_voice_encoder: $(count '^\[       OK \]' "$WORK/test_voice.log") passed," \
+  "$(count '^\[  FAILED  \] .*(' "$WORK/test_voice.log") failed," \
+  "$(count '^\[  SKIPPED \] .*(' "$WORK/test_voice.log") skipped (log: $WORK/test_voice.log)"
 [ $host_rc = 0 ] || test_rc=1
 [ -n "$NO_NVRTC_FILTER" ] && say "persist-dynamic was NOT tested: no NVRTC (see above)"
 
@@ -391,8 +418,9 @@ for batch in $BATCHES; do
     done
   done
 done
-# What `auto` should pick (plan choice in cuda_engine.cpp's auto_choice: today persist-dynamic for
-# 1, persist-static-small-h up to 64, standard above, from the seed port's figures).
+# What `auto` should pick (cuda::wanted_lstm_algorithm in plan_policy.cpp, for both engines:
+# today persist-dynamic for 1, persist-static-small-h up to 64, standard above, from the seed
+# port's figures).
 echo "=== fastest LSTM algorithm per batch (median per forward pass): the auto thresholds"
 printf '%6s  %-40s %-40s\n' batch "graphs on" "graphs off"
 for batch in $BATCHES; do
@@ -401,6 +429,18 @@ for batch in $BATCHES; do
   [ -n "$on$off" ] || continue
   printf '%6s  %-40s %-40s\n' "$batch" "${on:--} ${best_ms["$batch on"]:+(${best_ms["$batch on"]} ms)}" \
     "${off:--} ${best_ms["$batch off"]:+(${best_ms["$batch off"]} ms)}"
+done
+# The voice encoder (identity by voice), CPU and GPU on the same partials.
+echo "=== voice encoder: 160-frame partials of sample.wav (speakerseg bench-voice)"
+for batch in 1 32 256; do
+  for engine in cpu cuda; do
+    if [ $((SECONDS - start_build + 10)) -gt "$BUDGET" ]; then
+      say "time budget spent: voice encoder rows skipped"
+      break 2
+    fi
+    timeout 60 "$WORK/bin/speakerseg" bench-voice --engine $engine --batch $batch --seconds 1 \
+      2>&1 | tail -n 1
+  done
 done
 # --- 5. Live channels on the GPU (issue 6: >= 5 000 on one H200) ------------------------------
 # `speakerseg live`: N real-time channels through the element's streaming logic and one shared

@@ -25,6 +25,7 @@
 #include "scheduling/async_segmenter.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_engine.h"
+#include "engines/cuda/cuda_voice_encoder.h"
 #endif
 #include "engines/cpu/cpu_engine.h"
 #include "scheduling/shared_segmenter.h"
@@ -79,7 +80,8 @@ const char kUsage[] =
     "  speakerseg info   [--model M]\n"
     "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
     "\n"
-    "  logits, bench, changes and live also take the engine options\n"
+    "  logits, bench, changes, live and the voice commands also take the engine options\n"
+    "    (the voice encoder runs where the segmentation engine does)\n"
     "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
     "    --device N               GPU index (CUDA engine)\n"
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
@@ -148,55 +150,82 @@ int positive(const Args& a, const char* name, int fallback) {
   return static_cast<int>(v);
 }
 
-// The engine --engine asks for; `max_batch` is the largest batch the command will run.
-std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
-                                                std::shared_ptr<const SegmentationModel> model,
-                                                int max_batch) {
+// What --engine and the CUDA options ask for: the segmentation engine and the voice encoder of a
+// command run on the same device.
+struct EngineChoice {
+  bool cuda = false;
+  int device = 0;
+  LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
+  bool cuda_graphs = true;
+  bool tf32 = false;
+  int threads = 0;  // CPU engines; 0: every core
+};
+
+EngineChoice choose_engine(const Args& a) {
   const std::string engine = a.get("engine", "auto");
   if (engine != "cpu" && engine != "cuda" && engine != "auto")
     throw std::invalid_argument("--engine takes cpu, cuda or auto, got '" + engine + "'");
-  const bool cuda_options =
-      a.flag("device") || a.flag("lstm-algorithm") || a.flag("no-cuda-graphs") || a.flag("tf32");
+  // Said once, though both engines of a command ask.
+  static bool said = false;
+  const bool verbose = a.flag("verbose") && !said;
+  EngineChoice c;
+  c.threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
 #ifdef SPEAKERSEG_HAVE_CUDA
-  CudaEngineOptions options;
-  if (a.flag("lstm-algorithm") &&
-      !parse_lstm_algorithm(a.get("lstm-algorithm"), &options.lstm_algorithm))
+  if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &c.lstm_algorithm))
     throw std::invalid_argument(
         "--lstm-algorithm takes standard, persist-static-small-h, persist-dynamic or auto");
   const double device = a.number("device", 0);
   if (device < 0 || device != std::floor(device))
     throw std::invalid_argument("--device must be a GPU index (0, 1, ...)");
-  bool use_cuda = engine == "cuda";
+  c.cuda = engine == "cuda";
   if (engine == "auto") {
     std::string why;
-    use_cuda = cuda_device_count(&why) > 0;
+    c.cuda = cuda_device_count(&why) > 0;
     // No GPU is the common case for auto, not news: said only when asked (--engine cuda fails
     // with the reason instead).
-    if (!use_cuda && a.flag("verbose"))
+    if (!c.cuda && verbose)
       std::fprintf(stderr, "speakerseg: no CUDA device found (%s): using the CPU engine\n",
                    why.c_str());
   }
-  if (use_cuda) {
-    options.device = static_cast<int>(device);
-    options.cuda_graphs = !a.flag("no-cuda-graphs");
-    options.tf32 = a.flag("tf32");
-    options.max_batch = max_batch;
-    return make_cuda_engine(std::move(model), options);
-  }
+  c.device = static_cast<int>(device);
+  c.cuda_graphs = !a.flag("no-cuda-graphs");
+  c.tf32 = a.flag("tf32");
 #else
-  (void)max_batch;  // the CPU engine takes any batch
   if (engine == "cuda")
     throw std::runtime_error(
         "--engine cuda: this build has no CUDA engine (rebuild with -Dcuda=enabled on a machine "
         "with the CUDA toolkit and cuDNN 9)");
-  if (engine == "auto" && a.flag("verbose"))
+  if (engine == "auto" && verbose)
     std::fprintf(stderr, "speakerseg: this build has no CUDA engine: using the CPU engine\n");
 #endif
-  if (cuda_options)
+  const bool cuda_options =
+      a.flag("device") || a.flag("lstm-algorithm") || a.flag("no-cuda-graphs") || a.flag("tf32");
+  if (!c.cuda && cuda_options && !said)
     std::fprintf(stderr,
                  "speakerseg: --device, --lstm-algorithm, --no-cuda-graphs and --tf32 only apply "
                  "to the CUDA engine: ignored\n");
-  return make_cpu_engine(std::move(model), {a.flag("threads") ? positive(a, "threads", 1) : 0});
+  said = true;
+  return c;
+}
+
+// The engine --engine asks for; `max_batch` is the largest batch the command will run.
+std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
+                                                std::shared_ptr<const SegmentationModel> model,
+                                                int max_batch) {
+  const EngineChoice c = choose_engine(a);
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (c.cuda) {
+    CudaEngineOptions options;
+    options.device = c.device;
+    options.lstm_algorithm = c.lstm_algorithm;
+    options.cuda_graphs = c.cuda_graphs;
+    options.tf32 = c.tf32;
+    options.max_batch = max_batch;
+    return make_cuda_engine(std::move(model), options);
+  }
+#endif
+  (void)max_batch;  // the CPU engine takes any batch
+  return make_cpu_engine(std::move(model), {c.threads});
 }
 
 int cmd_info(const Args& a) {
@@ -247,11 +276,28 @@ int cmd_logits(const Args& a) {
   return 0;
 }
 
-std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
+// The voice encoder on the device --engine chooses, as the segmentation engine.
+std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
+                                                 std::shared_ptr<const VoiceModel> model) {
+  const EngineChoice c = choose_engine(a);
+#ifdef SPEAKERSEG_HAVE_CUDA
+  if (c.cuda) {
+    CudaVoiceEncoderOptions options;
+    options.device = c.device;
+    options.lstm_algorithm = c.lstm_algorithm;
+    options.cuda_graphs = c.cuda_graphs;
+    options.tf32 = c.tf32;
+    return make_cuda_voice_encoder(std::move(model), options);
+  }
+#endif
   CpuEngineOptions options;
-  options.threads = static_cast<int>(a.number("threads", 0));
-  return make_cpu_voice_encoder(
-      VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path())), options);
+  options.threads = c.threads;
+  return make_cpu_voice_encoder(std::move(model), options);
+}
+
+std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
+  return make_voice_encoder(
+      a, VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path())));
 }
 
 // The samples [--start, --end) of --input, checked against the file's length.
@@ -541,10 +587,7 @@ int cmd_live(const Args& a) {
   if (settings.identity.enabled)
     voice_model = VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path()));
   auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
-    if (!voice_model) return nullptr;
-    CpuEngineOptions options;
-    options.threads = static_cast<int>(a.number("threads", 0));
-    return make_cpu_voice_encoder(voice_model, options);
+    return voice_model ? make_voice_encoder(a, voice_model) : nullptr;
   };
 
   struct Channel {

@@ -15,6 +15,7 @@
 #include "scheduling/engine_pool.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_engine.h"
+#include "engines/cuda/cuda_voice_encoder.h"
 #endif
 
 namespace gstspeakerchange {
@@ -25,6 +26,21 @@ using Reports = std::vector<std::function<void()>>;
 
 // Thrown out of the pool's factory when create_engine() failed (and said why in its reports).
 struct EngineNotCreated {};
+
+#ifdef SPEAKERSEG_HAVE_CUDA
+speakerseg::LstmAlgorithm lstm_algorithm(const Settings& p) {
+  switch (p.lstm_algorithm) {
+    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
+      return speakerseg::LstmAlgorithm::kStandard;
+    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
+      return speakerseg::LstmAlgorithm::kPersistStaticSmallH;
+    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
+      return speakerseg::LstmAlgorithm::kPersistDynamic;
+    default:
+      return speakerseg::LstmAlgorithm::kAuto;
+  }
+}
+#endif
 
 // Loads the model and creates the engine start() asked for (use_cuda: the CUDA engine, falling
 // back to the CPU for engine=auto). Null on failure, with the error in `reports`. A `shared`
@@ -59,19 +75,7 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
     try {
       speakerseg::CudaEngineOptions options;
       options.device = p.device;
-      switch (p.lstm_algorithm) {
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kStandard;
-          break;
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistStaticSmallH;
-          break;
-        case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kPersistDynamic;
-          break;
-        default:
-          options.lstm_algorithm = speakerseg::LstmAlgorithm::kAuto;
-      }
+      options.lstm_algorithm = lstm_algorithm(p);
       options.cuda_graphs = p.cuda_graphs;
       // The engine takes the memory for its largest batch now.
       options.max_batch = max_batch;
@@ -195,8 +199,25 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
       return false;
     }
   }
-  // The voice encoder runs on the CPU whatever the segmentation engine (no CUDA one yet).
+  // The voice encoder runs where the segmentation engine was asked to; with engine=auto a CUDA
+  // encoder that cannot be made leaves the voices on the CPU, with a warning in the debug log (the
+  // factory may run for a shared worker that outlives this element).
   auto make_voice = [&]() -> std::unique_ptr<speakerseg::VoiceEncoder> {
+#ifdef SPEAKERSEG_HAVE_CUDA
+    if (use_cuda) {
+      speakerseg::CudaVoiceEncoderOptions options;
+      options.device = p.device;
+      options.lstm_algorithm = lstm_algorithm(p);
+      options.cuda_graphs = p.cuda_graphs;
+      options.warn = [](const std::string& m) { GST_WARNING("voice encoder: %s", m.c_str()); };
+      try {
+        return speakerseg::make_cuda_voice_encoder(voice_model, options);
+      } catch (const std::exception& e) {
+        if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) throw;
+        GST_WARNING("could not create the CUDA voice encoder, using the CPU one: %s", e.what());
+      }
+    }
+#endif
     speakerseg::CpuEngineOptions options;
     options.threads = p.threads;
     return speakerseg::make_cpu_voice_encoder(voice_model, options);
@@ -240,7 +261,18 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     s->engine = create_engine(self, p, use_cuda, engine_batch, false, reports);
     for (const auto& report : reports) report();
     if (!s->engine) return false;
-    if (p.reidentify) s->voice = make_voice();
+    if (p.reidentify) {
+      try {
+        s->voice = make_voice();
+      } catch (const std::exception& e) {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                          ("Could not create the voice encoder: %s", e.what()),
+                          ("engine=%s, device=%d",
+                           enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine), p.device));
+        s->engine.reset();
+        return false;
+      }
+    }
     GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
   }
   return true;

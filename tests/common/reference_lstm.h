@@ -1,6 +1,7 @@
-// A plain, double-precision LSTM for the tests of the CUDA engine's host side: the four
-// bidirectional layers of segmentation-3.0 with their weights read from wherever a test says, in
-// particular from a weight space packed for cuDNN, read as cuDNN documents its LSTM.
+// A plain, double-precision LSTM for the tests of the CUDA engines' host side: a stack of LSTM
+// layers (segmentation-3.0's 4 bidirectional ones, GE2E's 3 unidirectional ones) with their
+// weights read from wherever a test says, in particular from a weight space packed for cuDNN,
+// read as cuDNN documents its LSTM.
 #pragma once
 
 #include <cmath>
@@ -17,22 +18,37 @@ using cudnn::WeightSlot;
 
 // A layout unlike the order the packer walks in: pseudo-layers last to first, in each the biases
 // before the matrices, linLayerIDs backwards, with gaps. Returns the weight space size.
-inline size_t scrambled_layout(std::vector<WeightSlot>* slots) {
-  slots->assign(cudnn::kWeightSlots, {});
+inline size_t scrambled_layout(const cudnn::LstmStack& stack, std::vector<WeightSlot>* slots) {
+  slots->assign(stack.slot_count(), {});
   size_t cursor = 64;
-  for (int pseudo = 2 * kLstmLayers - 1; pseudo >= 0; --pseudo) {
-    const int layer = pseudo / 2, dir = pseudo % 2;
+  const int pseudo_layers = static_cast<int>(stack.layers.size()) * stack.directions;
+  for (int pseudo = pseudo_layers - 1; pseudo >= 0; --pseudo) {
+    const int layer = pseudo / stack.directions, dir = pseudo % stack.directions;
     for (int lin = cudnn::kLinLayers - 1; lin >= 0; --lin) {
-      (*slots)[cudnn::slot_index(layer, dir, lin)].bias = cursor;
-      cursor += kLstmHidden * sizeof(float) + 32;
+      (*slots)[stack.slot(layer, dir, lin)].bias = cursor;
+      cursor += stack.hidden * sizeof(float) + 32;
     }
     for (int lin = cudnn::kLinLayers - 1; lin >= 0; --lin) {
-      (*slots)[cudnn::slot_index(layer, dir, lin)].matrix = cursor;
-      const int in = lin < 4 ? (layer == 0 ? kConvChannels : kLstmOutput) : kLstmHidden;
-      cursor += static_cast<size_t>(kLstmHidden) * in * sizeof(float);
+      (*slots)[stack.slot(layer, dir, lin)].matrix = cursor;
+      const int in = lin < 4 ? stack.layers[layer].input_size : stack.hidden;
+      cursor += static_cast<size_t>(stack.hidden) * in * sizeof(float);
     }
   }
   return cursor + 128;
+}
+
+// segmentation-3.0's stack shape (the weights do not matter to the layout).
+inline cudnn::LstmStack segmentation_stack_shape() {
+  cudnn::LstmStack s;
+  s.hidden = kLstmHidden;
+  s.directions = 2;
+  for (int layer = 0; layer < kLstmLayers; ++layer)
+    s.layers.push_back({layer == 0 ? kConvChannels : kLstmOutput, nullptr, nullptr, nullptr});
+  return s;
+}
+
+inline size_t scrambled_layout(std::vector<WeightSlot>* slots) {
+  return scrambled_layout(segmentation_stack_shape(), slots);
 }
 
 inline std::vector<float> read_floats(const std::vector<char>& space, size_t offset, size_t count) {
@@ -51,26 +67,31 @@ struct Direction {
   std::vector<float> w[4], r[4], w_bias[4], r_bias[4];
 };
 
-// The bidirectional 4-layer LSTM with zero initial states, in double, on x [T][60]: y [T][256],
-// forward half first. `weights(layer, dir)` says where its weights come from.
+// The stack (layers and directions as `shape` says, its weights ignored) with zero initial
+// states, in double, on x [T][first layer's input]: y [T][directions * hidden], forward half
+// first. `weights(layer, dir, in)` says where its weights come from. `final_hidden`, when given,
+// gets the last layer's forward-direction state after its last step (what GE2E's head reads).
 template <class Weights>
-std::vector<float> lstm(std::vector<float> x, int T, Weights weights) {
-  int in = kConvChannels;
-  for (int layer = 0; layer < kLstmLayers; ++layer) {
-    std::vector<float> y(static_cast<size_t>(T) * kLstmOutput);
-    for (int dir = 0; dir < 2; ++dir) {
-      const Direction d = weights(layer, dir, in);
-      std::vector<double> h(kLstmHidden, 0.0), c(kLstmHidden, 0.0), next_h(kLstmHidden);
+std::vector<float> lstm_stack(std::vector<float> x, int T, const cudnn::LstmStack& shape,
+                              Weights weights, std::vector<double>* final_hidden = nullptr) {
+  const int H = shape.hidden, D = shape.directions;
+  for (size_t layer = 0; layer < shape.layers.size(); ++layer) {
+    const int in = shape.layers[layer].input_size;
+    std::vector<float> y(static_cast<size_t>(T) * D * H);
+    for (int dir = 0; dir < D; ++dir) {
+      const Direction d = weights(static_cast<int>(layer), dir, in);
+      std::vector<double> h(H, 0.0), c(H, 0.0), next_h(H);
       for (int step = 0; step < T; ++step) {
         const int t = dir == 0 ? step : T - 1 - step;
         const float* xt = &x[static_cast<size_t>(t) * in];
-        for (int j = 0; j < kLstmHidden; ++j) {
+        for (int j = 0; j < H; ++j) {
           double gate[4];
           for (int g = 0; g < 4; ++g) {
             double sum = static_cast<double>(d.w_bias[g][j]) + d.r_bias[g][j];
-            for (int k = 0; k < in; ++k) sum += static_cast<double>(d.w[g][j * in + k]) * xt[k];
-            for (int k = 0; k < kLstmHidden; ++k)
-              sum += static_cast<double>(d.r[g][j * kLstmHidden + k]) * h[k];
+            for (int k = 0; k < in; ++k)
+              sum += static_cast<double>(d.w[g][static_cast<size_t>(j) * in + k]) * xt[k];
+            for (int k = 0; k < H; ++k)
+              sum += static_cast<double>(d.r[g][static_cast<size_t>(j) * H + k]) * h[k];
             gate[g] = sum;
           }
           c[j] = sigmoid(gate[kForgetGate]) * c[j] +
@@ -78,34 +99,47 @@ std::vector<float> lstm(std::vector<float> x, int T, Weights weights) {
           next_h[j] = sigmoid(gate[kOutputGate]) * std::tanh(c[j]);
         }
         h = next_h;
-        for (int j = 0; j < kLstmHidden; ++j)
-          y[static_cast<size_t>(t) * kLstmOutput + dir * kLstmHidden + j] =
-              static_cast<float>(h[j]);
+        for (int j = 0; j < H; ++j)
+          y[(static_cast<size_t>(t) * D + dir) * H + j] = static_cast<float>(h[j]);
       }
+      if (final_hidden && dir == 0 && layer + 1 == shape.layers.size()) *final_hidden = h;
     }
     x = std::move(y);
-    in = kLstmOutput;
   }
   return x;
 }
 
+// segmentation-3.0's four bidirectional layers on x [T][60]: y [T][256].
+template <class Weights>
+std::vector<float> lstm(std::vector<float> x, int T, Weights weights) {
+  return lstm_stack(std::move(x), T, segmentation_stack_shape(), weights);
+}
+
 // As cuDNN reads a packed weight space: linLayerID 0 to 3 are the input-side matrices of the
 // input gate, forget gate, new memory and output gate (the order of the Gate enum), 4 to 7 the
-// recurrent ones in the same order, each with its own bias.
+// recurrent ones in the same order, each with its own bias; pseudo-layer directions * layer + dir.
+inline Direction cudnn_direction(const std::vector<char>& space,
+                                 const std::vector<WeightSlot>& slots,
+                                 const cudnn::LstmStack& shape, int layer, int dir, int in) {
+  Direction d;
+  const size_t H = shape.hidden;
+  for (int g = 0; g < 4; ++g) {
+    const WeightSlot& wi = slots[shape.slot(layer, dir, g)];
+    const WeightSlot& ri = slots[shape.slot(layer, dir, g + 4)];
+    d.w[g] = read_floats(space, wi.matrix, H * in);
+    d.r[g] = read_floats(space, ri.matrix, H * H);
+    d.w_bias[g] = read_floats(space, wi.bias, H);
+    d.r_bias[g] = read_floats(space, ri.bias, H);
+  }
+  return d;
+}
+
 inline std::vector<float> cudnn_lstm(const std::vector<char>& space,
                                      const std::vector<WeightSlot>& slots,
                                      const std::vector<float>& x, int T) {
+  const cudnn::LstmStack shape = segmentation_stack_shape();
   return lstm(x, T, [&](int layer, int dir, int in) {
-    Direction d;
-    for (int g = 0; g < 4; ++g) {
-      const WeightSlot& wi = slots[cudnn::slot_index(layer, dir, g)];
-      const WeightSlot& ri = slots[cudnn::slot_index(layer, dir, g + 4)];
-      d.w[g] = read_floats(space, wi.matrix, static_cast<size_t>(kLstmHidden) * in);
-      d.r[g] = read_floats(space, ri.matrix, static_cast<size_t>(kLstmHidden) * kLstmHidden);
-      d.w_bias[g] = read_floats(space, wi.bias, kLstmHidden);
-      d.r_bias[g] = read_floats(space, ri.bias, kLstmHidden);
-    }
-    return d;
+    return cudnn_direction(space, slots, shape, layer, dir, in);
   });
 }
 

@@ -15,7 +15,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
-#include <dlfcn.h>
 
 #include <array>
 #include <chrono>
@@ -26,123 +25,27 @@
 #include <utility>
 #include <vector>
 
+#include "engines/cuda/cuda_buffers.h"
+#include "engines/cuda/cuda_errors.h"
+#include "engines/cuda/cuda_graph.h"
 #include "engines/cuda/cuda_kernels.h"
 #include "engines/cuda/cuda_module.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
+#include "engines/cuda/cudnn_rnn.h"
 #include "engines/cuda/forward_pass.h"
 #include "engines/cuda/plan_policy.h"
 
 namespace speakerseg {
 namespace {
 
-int device_count(std::string* why);
-
-// NVRTC as cuDNN finds it (it dlopens the library when it builds persist-dynamic): its version and
-// file name, or "" where the dynamic loader finds none. RTLD_NODELETE: NVRTC carries its own
-// libstdc++, whose start-up allocation would otherwise leak at dlclose.
-std::string nvrtc_found() {
-  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!lib) continue;
-    using VersionFn = int (*)(int*, int*);
-    auto fn = reinterpret_cast<VersionFn>(dlsym(lib, "nvrtcVersion"));
-    int a = 0, b = 0;
-    const bool ok = fn && fn(&a, &b) == 0;
-    dlclose(lib);
-    if (ok) return std::to_string(a) + "." + std::to_string(b) + " (" + name + ")";
-  }
-  return "";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Errors: every CUDA, cuBLAS and cuDNN status becomes an EngineError that names the call.
-
-std::string cuda_text(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
-}
-
-// Every failure also clears the runtime's last error: a non-sticky one (an allocation, an invalid
-// argument) left pending would otherwise come back from the next kernel launch's
-// cudaGetLastError() and fail a call that did nothing wrong. Sticky errors stay whatever is done.
-[[noreturn]] void fail(const std::string& what) {
-  cudaGetLastError();
-  throw EngineError("CUDA engine: " + what);
-}
-
-// Out of memory says how much was asked for, how much is free and what to lower.
-[[noreturn]] void out_of_memory(const std::string& what, size_t asked) {
-  cudaGetLastError();
-  size_t free_bytes = 0, total_bytes = 0;
-  cudaMemGetInfo(&free_bytes, &total_bytes);
-  int device = 0;
-  cudaDeviceProp prop{};
-  std::string name = "the GPU";
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaGetDeviceProperties(&prop, device) == cudaSuccess)
-    name = prop.name;
-  cudaGetLastError();
-  throw cuda::OutOfDeviceMemory(
-      "CUDA engine: " + cuda::out_of_memory_message(what, asked, free_bytes, total_bytes, name));
-}
-
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  if (e == cudaErrorMemoryAllocation) out_of_memory(what, 0);
-  fail(std::string(what) + " failed: " + cuda_text(e));
-}
-
-// A cudaMalloc of `bytes`.
-void check_alloc(cudaError_t e, const char* what, size_t bytes) {
-  if (e == cudaErrorMemoryAllocation) out_of_memory(what, bytes);
-  check(e, what);
-}
-
-void check(cublasStatus_t s, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return;
-  if (s == CUBLAS_STATUS_ALLOC_FAILED) out_of_memory(std::string("cuBLAS ") + what, 0);
-  fail(std::string("cuBLAS ") + what + " failed: " + cublasGetStatusName(s) + " (" +
-       cublasGetStatusString(s) + ")");
-}
-
-std::string cudnn_text(cudnnStatus_t s) {
-  std::string text = cudnnGetErrorString(s);
-  char detail[512] = {0};
-  cudnnGetLastErrorString(detail, sizeof detail);
-  if (detail[0]) text += std::string(": ") + detail;
-  return text;
-}
-
-void check(cudnnStatus_t s, const char* what) {
-  if (s == CUDNN_STATUS_SUCCESS) return;
-  if (cuda::cudnn_status_is_out_of_memory(s))
-    out_of_memory(std::string("cuDNN ") + what + " (" + cudnnGetErrorString(s) + ")", 0);
-  fail(std::string("cuDNN ") + what + " failed: " + cudnn_text(s));
-}
-
-// plan_policy.h keeps these as numbers so that its host test needs no CUDA header.
-static_assert(cuda::kCudaErrorMemoryAllocation == cudaErrorMemoryAllocation);
-static_assert(cuda::kCublasStatusAllocFailed == CUBLAS_STATUS_ALLOC_FAILED);
-static_assert(cuda::kCudnnStatusHostAllocationFailed ==
-              CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED);
-static_assert(cuda::kCudnnStatusDeviceAllocationFailed ==
-              CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED);
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
-std::string mib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
-  return buf;
-}
+using cuda::check;
+using cuda::check_alloc;
+using cuda::cudnn_text;
+using cuda::fail;
 
 // ---------------------------------------------------------------------------------------------
 
 constexpr size_t kCublasWorkspace = 32u << 20;  // what cuBLAS asks for on Hopper
-constexpr int kMinComputeCapability = 75;       // the oldest architecture meson.build compiles for
 
 enum Stage {
   kUpload,
@@ -163,31 +66,12 @@ const char* const kStageNames[kStages] = {"upload", "wave-norm",   "sinc+pool", 
                                           "conv1",  "pool1+norm1", "conv2",     "pool2+norm2",
                                           "lstm",   "head",        "download",  "graph"};
 
-cudnnRNNAlgo_t cudnn_algo(LstmAlgorithm a) {
-  switch (a) {
-    case LstmAlgorithm::kPersistStaticSmallH:
-      return CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
-    case LstmAlgorithm::kPersistDynamic:
-      return CUDNN_RNN_ALGO_PERSIST_DYNAMIC;
-    default:
-      return CUDNN_RNN_ALGO_STANDARD;
-  }
-}
-
-// One cuDNN RNN descriptor and the weight space it reads. Standard and persist-static-small-h
-// serve every batch size with one each; persist-dynamic is built (compiled) once per batch size.
-struct Rnn {
-  cudnnRNNDescriptor_t desc = nullptr;
-  const void* weights = nullptr;
-  size_t weight_bytes = 0;
-};
-
 struct Plan {
   int batch = 0, samples = 0;
   StageLengths len{};
   int sinc_chunk = 0;  // im2col rows per SincNet product
   LstmAlgorithm algorithm = LstmAlgorithm::kStandard;
-  const Rnn* rnn = nullptr;  // in the engine's cache
+  const cuda::Rnn* rnn = nullptr;  // in the engine's cache
   size_t rnn_work = 0;
   cudnnRNNDataDescriptor_t x_desc = nullptr, y_desc = nullptr;
   cudnnTensorDescriptor_t h_desc = nullptr;
@@ -206,16 +90,8 @@ class CudaEngine final : public SegmentationEngine {
     if (options_.max_batch < 1)
       fail("max_batch must be at least 1, got " + std::to_string(options_.max_batch));
     if (options_.stage_check) options_.cuda_graphs = false;
-    if (!options_.warn)
-      options_.warn = [](const std::string& m) {
-        std::fprintf(stderr, "speakerseg: warning: %s\n", m.c_str());
-      };
-    std::string why;
-    const int count = device_count(&why);
-    if (count == 0) throw EngineError("no CUDA device found: " + why);
-    if (options_.device < 0 || options_.device >= count)
-      fail("CUDA device " + std::to_string(options_.device) + " does not exist (" +
-           std::to_string(count) + " device" + (count > 1 ? "s" : "") + " found)");
+    if (!options_.warn) options_.warn = cuda::warn_on_stderr;
+    cuda::check_device_index(options_.device);
     try {
       init();
     } catch (...) {
@@ -227,11 +103,9 @@ class CudaEngine final : public SegmentationEngine {
   ~CudaEngine() override { release(); }
 
   std::string description() const override {
-    return std::string("cuda (") + device_name_ + ", device " + std::to_string(options_.device) +
-           ", cuDNN " + cudnn_version_ + ", lstm " + lstm_algorithm_name(options_.lstm_algorithm) +
-           (options_.cuda_graphs ? ", graphs" : ", no graphs") +
-           (options_.tf32 ? ", tf32" : ", fp32") + ", " + std::to_string(classes_.size()) +
-           " batch classes ready in " + seconds_text(startup_seconds_) + ")";
+    return cuda::engine_description(
+        device_name_, options_.device, cudnn_version_, lstm_algorithm_name(options_.lstm_algorithm),
+        options_.cuda_graphs, options_.tf32, classes_.size(), startup_seconds_);
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -246,23 +120,7 @@ class CudaEngine final : public SegmentationEngine {
     if (batch > options_.max_batch)
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
-    if (broken_) fail("an earlier CUDA error left the device unusable: " + broken_reason_);
-    // The calling thread may not be the one that built the engine (the inference worker). The
-    // device stays current there afterwards: giving a thread back "its" device would make one
-    // that never chose any create a context on GPU 0.
-    check(cudaSetDevice(options_.device), "cudaSetDevice");
-    try {
-      run(audio, batch, samples, logprobs);
-    } catch (const EngineError& e) {
-      // A failed launch or a fault poisons the context; later calls say so instead of guessing.
-      const cudaError_t sticky = cudaDeviceSynchronize();
-      if (sticky != cudaSuccess && sticky != cudaErrorMemoryAllocation) {
-        broken_ = true;
-        broken_reason_ = e.what();
-      }
-      cudaGetLastError();
-      throw;
-    }
+    cuda::guarded_call(options_.device, &broken_, [&] { run(audio, batch, samples, logprobs); });
   }
 
  private:
@@ -270,18 +128,8 @@ class CudaEngine final : public SegmentationEngine {
   // Setup
 
   void init() {
-    check(cudaSetDevice(options_.device), "cudaSetDevice");
-    cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, options_.device), "cudaGetDeviceProperties");
-    device_name_ = prop.name;
-    const int cc = prop.major * 10 + prop.minor;
-    if (cc < kMinComputeCapability)
-      fail(std::string(prop.name) + " has compute capability " + std::to_string(prop.major) + "." +
-           std::to_string(prop.minor) + "; this build needs 7.5 or newer");
-    const size_t v = cudnnGetVersion();
-    cudnn_version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-                     std::to_string(v % 100);
-    if (v / 10000 < 9) fail("cuDNN " + cudnn_version_ + " was loaded; the engine needs cuDNN 9");
+    device_name_ = cuda::select_device(options_.device);
+    cudnn_version_ = cuda::cudnn_version();
 
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
@@ -302,8 +150,10 @@ class CudaEngine final : public SegmentationEngine {
           "cudnnSetDropoutDescriptor");
 
     upload_parameters();
+    rnns_ = std::make_unique<cuda::RnnCache>(cudnn_, stream_, dropout_, cudnn::lstm_stack(*model_),
+                                             options_.tf32);
     // Standard's weight space, which the other algorithms share where their layout is the same.
-    rnn_for(LstmAlgorithm::kStandard, 0);
+    rnns_->get(LstmAlgorithm::kStandard, 0);
 
     // Every batch class of full windows is planned, run once and captured now, largest first (so
     // that the arena is taken once, at its final size): a GPU too small, an algorithm that cannot
@@ -330,25 +180,17 @@ class CudaEngine final : public SegmentationEngine {
     if (stream_) cudaStreamSynchronize(stream_);
     for (auto& p : plans_) destroy_plan(*p.second);
     plans_.clear();
-    for (auto& r : rnns_)
-      if (r.second.desc) cudnnDestroyRNNDescriptor(r.second.desc);
-    rnns_.clear();
-    rnn_failures_.clear();
-    for (void* p : weight_spaces_) cudaFree(p);
-    weight_spaces_.clear();
-    weight_slots_.clear();
+    rnns_.reset();
     // The handles before the workspace cuBLAS was given.
     if (dropout_) cudnnDestroyDropoutDescriptor(dropout_);
     if (cudnn_) cudnnDestroy(cudnn_);
     if (cublas_) cublasDestroy(cublas_);
-    for (void* p : {arena_, params_, cublas_workspace_})
+    arena_.release();
+    for (void* p : {params_, cublas_workspace_})
       if (p) cudaFree(p);
-    arena_ = params_ = cublas_workspace_ = nullptr;
-    arena_bytes_ = 0;
-    for (void* p : {staging_in_, staging_out_})
-      if (p) cudaFreeHost(p);
-    staging_in_ = staging_out_ = nullptr;
-    staging_in_bytes_ = staging_out_bytes_ = 0;
+    params_ = cublas_workspace_ = nullptr;
+    staging_in_.release();
+    staging_out_.release();
     for (auto& e : events_)
       if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
@@ -369,12 +211,8 @@ class CudaEngine final : public SegmentationEngine {
     p = Plan{};
   }
 
-  // A synchronous copy on the engine's own stream. (A plain cudaMemcpy from pageable memory may
-  // return before the data has arrived, and it runs on the legacy stream, which the engine's
-  // non-blocking stream is not ordered with.)
   void upload(void* device, const void* host, size_t bytes, const char* what) {
-    check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), what);
-    check(cudaStreamSynchronize(stream_), what);
+    cuda::upload(stream_, device, host, bytes, what);
   }
 
   void upload_parameters() {
@@ -384,156 +222,8 @@ class CudaEngine final : public SegmentationEngine {
     upload(params_, host.data(), host.size() * sizeof(float), "uploading the model parameters");
   }
 
-  cudnnRNNDescriptor_t new_rnn_descriptor(LstmAlgorithm a) {
-    cudnnRNNDescriptor_t d = nullptr;
-    check(cudnnCreateRNNDescriptor(&d), "cudnnCreateRNNDescriptor");
-    const cudnnStatus_t s = cudnnSetRNNDescriptor_v8(
-        d, cudnn_algo(a), CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS, CUDNN_BIDIRECTIONAL,
-        CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-        options_.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH, kConvChannels, kLstmHidden,
-        kLstmHidden, kLstmLayers, dropout_, CUDNN_RNN_PADDED_IO_ENABLED);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      cudnnDestroyRNNDescriptor(d);
-      check(s, "cudnnSetRNNDescriptor_v8");
-    }
-    return d;
-  }
-
-  // The descriptor (and weight space) for an algorithm and batch size, made on first use.
-  // persist-dynamic compiles its kernel for the batch size with NVRTC (seconds): once per size,
-  // and a size whose build failed is not tried again.
-  const Rnn& rnn_for(LstmAlgorithm a, int batch) {
-    const std::pair<LstmAlgorithm, int> key{a, a == LstmAlgorithm::kPersistDynamic ? batch : 0};
-    auto it = rnns_.find(key);
-    if (it != rnns_.end()) return it->second;
-    auto failed = rnn_failures_.find(key);
-    if (failed != rnn_failures_.end()) throw cuda::RnnUnavailable("CUDA engine: " + failed->second);
-    Rnn r;
-    r.desc = new_rnn_descriptor(a);
-    try {
-      if (a == LstmAlgorithm::kPersistDynamic) {
-        // Looked for first: what cuDNN says when it cannot load NVRTC does not name it.
-        if (nvrtc_found().empty()) {
-          const std::string why =
-              "lstm-algorithm persist-dynamic needs NVRTC, which cuDNN loads at run time to "
-              "compile it, and the dynamic loader finds no libnvrtc.so.13 (put the CUDA 13 "
-              "toolkit's or the nvidia-cuda-nvrtc wheel's lib folder on LD_LIBRARY_PATH); "
-              "lstm-algorithm standard needs no NVRTC";
-          rnn_failures_[key] = why;
-          throw cuda::RnnUnavailable("CUDA engine: " + why);
-        }
-        const cudnnStatus_t s = cudnnBuildRNNDynamic(cudnn_, r.desc, batch);
-        // Memory that ran out is no reason to give up on the algorithm for good.
-        if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnBuildRNNDynamic");
-        if (s != CUDNN_STATUS_SUCCESS) {
-          const std::string why =
-              "lstm-algorithm persist-dynamic: cudnnBuildRNNDynamic for batch " +
-              std::to_string(batch) + " failed: " + cudnn_text(s) +
-              " (cuDNN compiles this kernel at run time with NVRTC: libnvrtc must be on the "
-              "library path; lstm-algorithm standard needs no NVRTC)";
-          rnn_failures_[key] = why;
-          cudaGetLastError();
-          throw cuda::RnnUnavailable("CUDA engine: " + why);
-        }
-      }
-      check(cudnnGetRNNWeightSpaceSize(cudnn_, r.desc, &r.weight_bytes),
-            "cudnnGetRNNWeightSpaceSize");
-      if (shared_weights_.weights && r.weight_bytes == shared_weights_.weight_bytes &&
-          weight_layout(r.desc, shared_weights_.weights, r.weight_bytes) == weight_slots_) {
-        r.weights = shared_weights_.weights;
-      } else {
-        // The first (standard) descriptor's space, or one of another layout: cuDNN does not
-        // promise one layout for every algorithm, and a second copy costs one upload.
-        void* space = nullptr;
-        check_alloc(cudaMalloc(&space, r.weight_bytes), "cuDNN RNN weight space", r.weight_bytes);
-        std::vector<cudnn::WeightSlot> slots;
-        try {
-          slots = weight_layout(r.desc, space, r.weight_bytes);
-          pack_weights(slots, space, r.weight_bytes);
-        } catch (...) {
-          cudaFree(space);
-          throw;
-        }
-        weight_spaces_.push_back(space);
-        r.weights = space;
-        if (!shared_weights_.weights) {
-          weight_slots_ = slots;
-          shared_weights_ = r;
-        }
-      }
-    } catch (...) {
-      cudnnDestroyRNNDescriptor(r.desc);
-      throw;
-    }
-    return rnns_.emplace(key, r).first->second;
-  }
-
-  // Where cuDNN expects every matrix and bias, in cudnn::slot_index order: offsets from the
-  // start of `space`, a weight space of at least `bytes` bytes.
-  std::vector<cudnn::WeightSlot> weight_layout(cudnnRNNDescriptor_t rnn, const void* space,
-                                               size_t bytes) {
-    cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
-    check(cudnnCreateTensorDescriptor(&m_desc), "cudnnCreateTensorDescriptor");
-    check(cudnnCreateTensorDescriptor(&b_desc), "cudnnCreateTensorDescriptor");
-    std::vector<cudnn::WeightSlot> slots(cudnn::kWeightSlots);
-    auto offset = [&](const void* addr) {
-      return static_cast<size_t>(static_cast<const char*>(addr) - static_cast<const char*>(space));
-    };
-    try {
-      for (int layer = 0; layer < kLstmLayers; ++layer)
-        for (int dir = 0; dir < 2; ++dir)
-          for (int lin = 0; lin < cudnn::kLinLayers; ++lin) {
-            void* m_addr = nullptr;
-            void* b_addr = nullptr;
-            check(cudnnGetRNNWeightParams(cudnn_, rnn, 2 * layer + dir, bytes, space, lin, m_desc,
-                                          &m_addr, b_desc, &b_addr),
-                  "cudnnGetRNNWeightParams");
-            const int in = lin < 4 ? model_->lstm[layer].input_size : kLstmHidden;
-            if (!m_addr || !b_addr || elements(m_desc) != static_cast<size_t>(kLstmHidden) * in ||
-                elements(b_desc) != static_cast<size_t>(kLstmHidden))
-              fail("cuDNN's RNN weight layout is not the expected one (layer " +
-                   std::to_string(layer) + ", direction " + std::to_string(dir) + ", matrix " +
-                   std::to_string(lin) + ")");
-            slots[cudnn::slot_index(layer, dir, lin)] = {offset(m_addr), offset(b_addr)};
-          }
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(m_desc);
-      cudnnDestroyTensorDescriptor(b_desc);
-      throw;
-    }
-    cudnnDestroyTensorDescriptor(m_desc);
-    cudnnDestroyTensorDescriptor(b_desc);
-    return slots;
-  }
-
-  static size_t elements(cudnnTensorDescriptor_t d) {
-    cudnnDataType_t type;
-    int dims[8] = {0}, strides[8] = {0}, n = 0;
-    if (cudnnGetTensorNdDescriptor(d, 8, &type, &n, dims, strides) != CUDNN_STATUS_SUCCESS)
-      return 0;
-    size_t total = 1;
-    for (int i = 0; i < n; ++i) total *= static_cast<size_t>(dims[i]);
-    return total;
-  }
-
-  void pack_weights(const std::vector<cudnn::WeightSlot>& slots, void* space, size_t bytes) {
-    std::vector<char> host;
-    try {
-      host = cudnn::pack_lstm_weights(*model_, slots, bytes);
-    } catch (const std::invalid_argument& e) {
-      fail(std::string("cuDNN's RNN weight layout is not the expected one: ") + e.what());
-    }
-    upload(space, host.data(), bytes, "uploading the LSTM weights");
-  }
-
   // ------------------------------------------------------------------------------------------
   // Plans
-
-  LstmAlgorithm auto_choice(int batch) const {
-    if (batch == 1) return LstmAlgorithm::kPersistDynamic;
-    if (batch <= 64) return LstmAlgorithm::kPersistStaticSmallH;
-    return LstmAlgorithm::kStandard;
-  }
 
   Plan& plan_for(int batch, int samples) {
     auto it = plans_.find({batch, samples});
@@ -553,9 +243,7 @@ class CudaEngine final : public SegmentationEngine {
       upload(p.seq_lengths, lengths.data(), lengths.size() * sizeof(int32_t),
              "uploading the sequence lengths");
 
-      const LstmAlgorithm wanted = options_.lstm_algorithm == LstmAlgorithm::kAuto
-                                       ? auto_choice(batch)
-                                       : options_.lstm_algorithm;
+      const LstmAlgorithm wanted = cuda::wanted_lstm_algorithm(options_.lstm_algorithm, batch);
       PlanRnnSteps steps(*this, p);
       cuda::set_up_rnn(options_.lstm_algorithm, wanted, batch, steps, options_.warn);
     } catch (...) {
@@ -590,7 +278,7 @@ class CudaEngine final : public SegmentationEngine {
   void setup_rnn(Plan& p, LstmAlgorithm a) {
     try {
       p.algorithm = a;
-      p.rnn = &rnn_for(a, p.batch);
+      p.rnn = &rnns_->get(a, p.batch);
       size_t reserve = 0;
       const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(
           cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p.x_desc, &p.rnn_work, &reserve);
@@ -627,35 +315,16 @@ class CudaEngine final : public SegmentationEngine {
   }
 
   void reserve_arena(size_t bytes, const Plan& p) {
-    if (bytes <= arena_bytes_) return;
     // Captured graphs hold the old arena's addresses: captured again on their shape's next call.
-    for (auto& q : plans_) {
-      if (q.second->graph) cudaGraphExecDestroy(q.second->graph);
-      q.second->graph = nullptr;
-      q.second->graph_slot.captured = false;
-    }
-    if (arena_) cudaFree(arena_);
-    arena_ = nullptr;
-    arena_bytes_ = 0;
-    const cudaError_t e = cudaMalloc(&arena_, bytes);
-    if (e != cudaSuccess) {
-      arena_ = nullptr;
-      const std::string what = "batch " + std::to_string(p.batch) + " of " +
-                               std::to_string(p.samples) + "-sample windows";
-      if (e == cudaErrorMemoryAllocation) out_of_memory(what, bytes);
-      check(e, ("the device arena for " + what).c_str());
-    }
-    arena_bytes_ = bytes;
-    // A stage that reads what no stage wrote then gives NaN, not yesterday's plausible numbers.
-    if (options_.fill_arena_nan) {
-      check(cudaMemsetAsync(arena_, 0xff, bytes, stream_), "filling the arena with NaN");
-      check(cudaStreamSynchronize(stream_), "filling the arena with NaN");
-    }
+    arena_.reserve(
+        bytes,
+        "batch " + std::to_string(p.batch) + " of " + std::to_string(p.samples) + "-sample windows",
+        options_.fill_arena_nan, stream_, [&] { cuda::drop_graphs(plans_); });
   }
 
   template <class T = float>
   T* at(size_t offset) const {
-    return reinterpret_cast<T*>(static_cast<char*>(arena_) + offset);
+    return reinterpret_cast<T*>(arena_.data() + offset);
   }
 
   cudnnStatus_t enqueue_rnn(Plan& p) {
@@ -698,15 +367,15 @@ class CudaEngine final : public SegmentationEngine {
     const size_t window_out = static_cast<size_t>(p.len.frames) * kClasses;
     const size_t in_bytes = static_cast<size_t>(batch) * samples * sizeof(float);
     const size_t out_bytes = batch * window_out * sizeof(float);
-    reserve_staging(static_cast<size_t>(padded) * samples * sizeof(float),
-                    padded * window_out * sizeof(float));
+    staging_in_.reserve(static_cast<size_t>(padded) * samples * sizeof(float), "the audio upload");
+    staging_out_.reserve(padded * window_out * sizeof(float), "the log-probability download");
     const size_t given = audio ? in_bytes : 0;
     stage_windows_ = audio ? batch : 0;
-    if (audio) std::memcpy(staging_in_, audio, in_bytes);
+    if (audio) std::memcpy(staging_in_.data(), audio, in_bytes);
 
     check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
     if (audio)
-      check(cudaMemcpyAsync(at(p.layout.wave), staging_in_, in_bytes, cudaMemcpyHostToDevice,
+      check(cudaMemcpyAsync(at(p.layout.wave), staging_in_.data(), in_bytes, cudaMemcpyHostToDevice,
                             stream_),
             "uploading the audio");
     // The wave buffer holds the last pass's normalised audio (NaN in a fresh test arena).
@@ -717,13 +386,7 @@ class CudaEngine final : public SegmentationEngine {
     check(cudaEventRecord(events_[1], stream_), "cudaEventRecord");
     const cuda::PassMode mode = cuda::run_pass(
         p.graph_slot, padded,
-        [&](std::string* why) {
-          const cudaError_t e = cudaGraphLaunch(p.graph, stream_);
-          if (e == cudaSuccess) return true;
-          cudaGetLastError();
-          *why = "cudaGraphLaunch: " + cuda_text(e);
-          return false;
-        },
+        [&](std::string* why) { return cuda::launch_graph(p.graph, stream_, why); },
         [&] { enqueue(p, true); },
         [&] {
           cudaGraphExecDestroy(p.graph);
@@ -731,12 +394,12 @@ class CudaEngine final : public SegmentationEngine {
         },
         options_.warn);
     check(cudaEventRecord(events_[kStages - 1], stream_), "cudaEventRecord");
-    check(cudaMemcpyAsync(staging_out_, at(p.layout.logprobs), out_bytes, cudaMemcpyDeviceToHost,
-                          stream_),
+    check(cudaMemcpyAsync(staging_out_.data(), at(p.layout.logprobs), out_bytes,
+                          cudaMemcpyDeviceToHost, stream_),
           "downloading the log-probabilities");
     check(cudaEventRecord(events_[kStages], stream_), "cudaEventRecord");
     check(cudaStreamSynchronize(stream_), "the forward pass");
-    std::memcpy(logprobs, staging_out_, out_bytes);
+    std::memcpy(logprobs, staging_out_.data(), out_bytes);
 
     add_time(kUpload, 0, 1);
     if (mode == cuda::PassMode::kReplay)
@@ -745,29 +408,12 @@ class CudaEngine final : public SegmentationEngine {
       for (int s = kWaveNorm; s <= kHead; ++s) add_time(static_cast<Stage>(s), s, s + 1);
     add_time(kDownload, kStages - 1, kStages);
 
-    if (mode == cuda::PassMode::kEager && options_.cuda_graphs && !p.graph_slot.failed) capture(p);
-  }
-
-  // Pinned host buffers for the transfers: a pageable copy goes through the driver's own small
-  // staging buffer in pieces, and cannot overlap anything. Sized for the largest batch class of
-  // full windows when the engine is made; grown only by longer windows.
-  void reserve_staging(size_t in_bytes, size_t out_bytes) {
-    auto grow = [](void** buffer, size_t* have, size_t want, const char* what) {
-      if (want <= *have) return;
-      if (*buffer) cudaFreeHost(*buffer);
-      *buffer = nullptr;
-      *have = 0;
-      const cudaError_t e = cudaMallocHost(buffer, want);
-      if (e != cudaSuccess) {
-        *buffer = nullptr;
-        cudaGetLastError();
-        fail(std::string("cannot allocate ") + mib(want) + " of pinned host memory for " + what +
-             ": " + cuda_text(e) + "; lower the batch size");
-      }
-      *have = want;
-    };
-    grow(&staging_in_, &staging_in_bytes_, in_bytes, "the audio upload");
-    grow(&staging_out_, &staging_out_bytes_, out_bytes, "the log-probability download");
+    // The whole pass, upload and download excepted, as one graph, after a first eager pass (which
+    // has loaded every kernel module: lazy loading cannot happen inside a capture).
+    if (mode == cuda::PassMode::kEager && options_.cuda_graphs && !p.graph_slot.failed)
+      cuda::capture_plan(
+          p, stream_, [&] { enqueue(p, false); }, "batch " + std::to_string(p.batch),
+          options_.warn);
   }
 
   void add_time(Stage s, int from, int to) {
@@ -775,41 +421,6 @@ class CudaEngine final : public SegmentationEngine {
     if (cudaEventElapsedTime(&ms, events_[from], events_[to]) == cudaSuccess)
       seconds_[s] += ms * 1e-3;
     cudaGetLastError();
-  }
-
-  // Records the whole forward pass, upload and download excepted, as one graph. Runs after a first
-  // eager pass, which has loaded every kernel module (lazy loading cannot happen inside a capture).
-  void capture(Plan& p) {
-    cudaGraph_t graph = nullptr;
-    std::string problem;
-    const cudaError_t begin = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
-    if (begin != cudaSuccess) {
-      problem = "cudaStreamBeginCapture: " + cuda_text(begin);
-    } else {
-      try {
-        enqueue(p, false);
-      } catch (const std::exception& e) {
-        problem = e.what();
-      }
-      const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-      if (problem.empty() && end != cudaSuccess)
-        problem = "cudaStreamEndCapture: " + cuda_text(end);
-    }
-    if (problem.empty()) {
-      const cudaError_t e = cudaGraphInstantiate(&p.graph, graph, 0);
-      if (e != cudaSuccess) {
-        p.graph = nullptr;
-        problem = "cudaGraphInstantiate: " + cuda_text(e);
-      }
-    }
-    if (graph) cudaGraphDestroy(graph);
-    p.graph_slot.captured = problem.empty();
-    if (!problem.empty()) {
-      cudaGetLastError();
-      p.graph_slot.failed = true;
-      options_.warn("could not capture a CUDA graph for batch " + std::to_string(p.batch) + ": " +
-                    problem + "; that shape runs without graphs");
-    }
   }
 
   // The forward pass's operations, enqueued on the engine's stream.
@@ -888,7 +499,7 @@ class CudaEngine final : public SegmentationEngine {
     pass.model = model_.get();
     pass.params = static_cast<const float*>(params_);
     pass.param_layout = param_layout_;
-    pass.arena = static_cast<char*>(arena_);
+    pass.arena = arena_.data();
     pass.layout = p.layout;
     pass.batch = p.batch;
     pass.samples = p.samples;
@@ -907,94 +518,30 @@ class CudaEngine final : public SegmentationEngine {
   void* cublas_workspace_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cudnnDropoutDescriptor_t dropout_ = nullptr;
-  // Descriptors by (algorithm, batch size for persist-dynamic, else 0); why a build failed.
-  std::map<std::pair<LstmAlgorithm, int>, Rnn> rnns_;
-  std::map<std::pair<LstmAlgorithm, int>, std::string> rnn_failures_;
+  std::unique_ptr<cuda::RnnCache> rnns_;  // the LSTM's descriptors and weight spaces
 
   void* params_ = nullptr;
   cuda::ParamLayout param_layout_{};
-  Rnn shared_weights_{};  // standard's weight space, and so everyone's of the same layout
-  std::vector<cudnn::WeightSlot> weight_slots_;  // its layout
-  std::vector<void*> weight_spaces_;
 
-  void* arena_ = nullptr;
-  size_t arena_bytes_ = 0;
-  void* staging_in_ = nullptr;  // pinned
-  void* staging_out_ = nullptr;
-  size_t staging_in_bytes_ = 0, staging_out_bytes_ = 0;
+  cuda::DeviceArena arena_;
+  // Sized for the largest batch class of full windows when the engine is made; grown only by
+  // longer windows.
+  cuda::PinnedBuffer staging_in_, staging_out_;
   std::vector<int> classes_;  // the batch sizes that have plans; every batch runs as one
   size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
   double startup_seconds_ = 0;
   std::map<std::pair<int, int>, std::unique_ptr<Plan>> plans_;
 
-  bool broken_ = false;
-  std::string broken_reason_;
+  std::string broken_;  // why an earlier error left the context unusable
   double seconds_[kStages] = {};
 };
 
-int device_count(std::string* why) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    if (why)
-      *why = "cudaGetDeviceCount: " + cuda_text(e) +
-             (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
-                  ? "; is an NVIDIA GPU present with its driver loaded (nvidia-smi)?"
-                  : "");
-    return 0;
-  }
-  if (n == 0 && why) *why = "the CUDA driver reports no device";
-  return n;
-}
+}  // namespace
 
-std::string environment() {
-  std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
-  std::string why;
-  const int n = device_count(&why);
-  if (n == 0) line("GPU: none (" + why + ")");
-  for (int d = 0; d < n; ++d) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)
-      line("GPU " + std::to_string(d) + ": " + prop.name + " (compute capability " +
-           std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " +
-           mib(prop.totalGlobalMem) + ")");
-  }
-  int v = 0;
-  auto version = [](int x) {
-    return std::to_string(x / 1000) + "." + std::to_string(x % 1000 / 10);
-  };
-  line("CUDA driver: " + (cudaDriverGetVersion(&v) == cudaSuccess && v ? version(v) : "none"));
-  line("CUDA runtime: " + (cudaRuntimeGetVersion(&v) == cudaSuccess ? version(v) : "?"));
-  int major = 0, minor = 0, patch = 0;
-  cublasGetProperty(MAJOR_VERSION, &major);
-  cublasGetProperty(MINOR_VERSION, &minor);
-  cublasGetProperty(PATCH_LEVEL, &patch);
-  line("cuBLAS: " + std::to_string(major) + "." + std::to_string(minor) + "." +
-       std::to_string(patch));
-  const size_t c = cudnnGetVersion();
-  line("cuDNN: " + std::to_string(c / 10000) + "." + std::to_string(c / 100 % 100) + "." +
-       std::to_string(c % 100));
-  const std::string nvrtc = nvrtc_found();
-  line("NVRTC: " + (nvrtc.empty() ? "not found (persist-dynamic will fall back or fail)" : nvrtc));
-  cudaGetLastError();
-  return out;
-}
-
-std::unique_ptr<SegmentationEngine> make_engine(std::shared_ptr<const SegmentationModel> model,
-                                                const CudaEngineOptions& options) {
+std::unique_ptr<SegmentationEngine> cuda_module::new_segmentation_engine(
+    std::shared_ptr<const SegmentationModel> model, const CudaEngineOptions& options) {
   if (!model) throw EngineError("make_cuda_engine: no model");
   return std::make_unique<CudaEngine>(std::move(model), options);
 }
 
-}  // namespace
 }  // namespace speakerseg
-
-extern "C" __attribute__((visibility("default"))) const speakerseg::cuda_module::Api*
-speakerseg_cuda_module() {
-  static const speakerseg::cuda_module::Api api{
-      speakerseg::cuda_module::kAbi, sizeof(speakerseg::cuda_module::Api), speakerseg::device_count,
-      speakerseg::environment, speakerseg::make_engine};
-  return &api;
-}

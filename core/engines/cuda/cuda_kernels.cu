@@ -205,6 +205,27 @@ cudaError_t sinc_im2col(const float* wave, int samples, int rows_per_window, int
   return cudaGetLastError();
 }
 
+__global__ void __launch_bounds__(kVoiceHeadWidth)
+    voice_head_kernel(const float* hidden, const float* weight_t, const float* bias, float* out) {
+  __shared__ float h[kVoiceHeadWidth];
+  __shared__ double red[kVoiceHeadWidth];
+  const size_t row = static_cast<size_t>(blockIdx.x) * kVoiceHeadWidth;
+  const int k = threadIdx.x;
+  h[k] = hidden[row + k];
+  __syncthreads();
+  float v = bias[k];
+  for (int j = 0; j < kVoiceHeadWidth; ++j) v = fmaf(weight_t[j * kVoiceHeadWidth + k], h[j], v);
+  v = fmaxf(v, 0.f);
+  const double norm = block_sum(static_cast<double>(v) * v, red);
+  out[row + k] = norm > 0 ? v * static_cast<float>(1.0 / sqrt(norm)) : 0.f;
+}
+
+cudaError_t voice_head(const float* hidden, int batch, const float* weight_t, const float* bias,
+                       float* out, cudaStream_t stream) {
+  voice_head_kernel<<<batch, kVoiceHeadWidth, 0, stream>>>(hidden, weight_t, bias, out);
+  return cudaGetLastError();
+}
+
 cudaError_t abs_max_pool3(const float* in, int out_rows, int channels, float* out,
                           cudaStream_t stream) {
   const int64_t n = static_cast<int64_t>(out_rows) * channels;

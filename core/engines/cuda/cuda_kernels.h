@@ -40,4 +40,12 @@ cudaError_t bias_leaky(float* x, int rows, int n, const float* bias, float slope
 // x[r] = log_softmax(x[r] + bias), the sum of exponentials in double as the CPU engine does.
 cudaError_t bias_log_softmax(float* x, int rows, int n, const float* bias, cudaStream_t stream);
 
+// GE2E's head, one block per partial: out[b] = v / |v| with v = ReLU(weight_t^T hidden[b] + bias),
+// hidden [batch][kVoiceHeadWidth] (the last LSTM layer's final state), weight_t the Linear weight
+// transposed ([in][out], so that neighbouring threads read neighbouring outputs' weights), |v| in
+// double over a fixed-order tree. An all-zero v stays zero, as on the CPU.
+constexpr int kVoiceHeadWidth = 256;
+cudaError_t voice_head(const float* hidden, int batch, const float* weight_t, const float* bias,
+                       float* out, cudaStream_t stream);
+
 }  // namespace speakerseg::cuda

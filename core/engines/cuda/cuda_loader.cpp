@@ -11,6 +11,7 @@
 
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/cuda_module.h"
+#include "engines/cuda/cuda_voice_encoder.h"
 
 namespace speakerseg {
 namespace {
@@ -102,6 +103,15 @@ std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const Segme
   const Loaded& m = load(cuda_module_path());
   if (!m.api) throw EngineError(m.error + kHowToFix);
   return m.api->make_engine(std::move(model), options);
+}
+
+std::unique_ptr<VoiceEncoder> make_cuda_voice_encoder(std::shared_ptr<const VoiceModel> model,
+                                                      const CudaVoiceEncoderOptions& options) {
+  std::string why;
+  if (!driver_present(&why)) throw EngineError("no CUDA device found: " + why);
+  const Loaded& m = load(cuda_module_path());
+  if (!m.api) throw EngineError(m.error + kHowToFix);
+  return m.api->make_voice_encoder(std::move(model), options);
 }
 
 }  // namespace speakerseg

@@ -10,10 +10,11 @@
 #include <string>
 
 #include "engines/cuda/cuda_engine.h"
+#include "engines/cuda/cuda_voice_encoder.h"
 
 namespace speakerseg::cuda_module {
 
-constexpr int kAbi = 1;
+constexpr int kAbi = 2;
 constexpr const char* kEntryPoint = "speakerseg_cuda_module";
 
 struct Api {
@@ -23,7 +24,15 @@ struct Api {
   std::string (*environment)();
   std::unique_ptr<SegmentationEngine> (*make_engine)(std::shared_ptr<const SegmentationModel> model,
                                                      const CudaEngineOptions& options);
+  std::unique_ptr<VoiceEncoder> (*make_voice_encoder)(std::shared_ptr<const VoiceModel> model,
+                                                      const CudaVoiceEncoderOptions& options);
 };
+
+// Inside the module: the two engines' constructors, which the entry point hands out.
+std::unique_ptr<SegmentationEngine> new_segmentation_engine(
+    std::shared_ptr<const SegmentationModel> model, const CudaEngineOptions& options);
+std::unique_ptr<VoiceEncoder> new_voice_encoder(std::shared_ptr<const VoiceModel> model,
+                                                const CudaVoiceEncoderOptions& options);
 
 using EntryPoint = const Api* (*)();
 

@@ -28,6 +28,13 @@ std::string out_of_memory_message(const std::string& what, size_t asked, size_t 
          "channels and engines sharing this GPU";
 }
 
+LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch) {
+  if (requested != LstmAlgorithm::kAuto) return requested;
+  if (batch == 1) return LstmAlgorithm::kPersistDynamic;
+  if (batch <= 64) return LstmAlgorithm::kPersistStaticSmallH;
+  return LstmAlgorithm::kStandard;
+}
+
 LstmAlgorithm set_up_rnn(LstmAlgorithm requested, LstmAlgorithm wanted, int batch,
                          RnnSetupSteps& steps,
                          const std::function<void(const std::string&)>& warn) {

@@ -46,6 +46,11 @@ class RnnUnavailable : public EngineError {
 std::string out_of_memory_message(const std::string& what, size_t asked, size_t free_bytes,
                                   size_t total_bytes, const std::string& device);
 
+// The algorithm a plan of `batch` sequences is given: the requested one, or under `auto` the seed
+// port's choice (persist-dynamic for 1, persist-static-small-h up to 64, standard above), which
+// the GPU check's "fastest LSTM algorithm per batch" table is there to revise.
+LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch);
+
 // The steps of giving a plan its RNN, as the engine carries them out.
 class RnnSetupSteps {
  public:

@@ -14,8 +14,12 @@
 
 #include "common/reference_lstm.h"
 #include "common/test_env.h"
+#include "engines/cpu/cpu_voice_encoder.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
+#include "engines/cuda/voice_pass.h"
+#include "io/npy.h"
 #include "model/segmentation_model.h"
+#include "model/voice_model.h"
 
 namespace speakerseg {
 namespace {
@@ -129,6 +133,129 @@ TEST_F(CudnnLstmWeights, ALayoutThatDoesNotFitIsAnErrorNotAnOverflow) {
   }
   slots.pop_back();
   EXPECT_THROW(cudnn::pack_lstm_weights(model(), slots, bytes), std::invalid_argument);
+}
+
+// GE2E's three unidirectional layers (hidden 256), the CUDA voice encoder's RNN: packed into a
+// scrambled layout and read as cuDNN documents it, against the model's tensors read as ONNX
+// defines them, on a real partial (the reference's librosa mel of meeting speech); then the
+// packed head, read as the head kernel reads it, against the CPU encoder's embedding.
+const VoiceModel& voice_model() {
+  static const auto m = VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL"));
+  return *m;
+}
+
+Direction onnx_voice_direction(int layer, int in) {
+  const VoiceLstmLayer& w = voice_model().lstm[layer];
+  Direction d;
+  auto take = [&](Gate gate, int onnx_block) {
+    const size_t row = static_cast<size_t>(onnx_block) * kVoiceHidden;
+    d.w[gate].assign(&w.w[row * in], &w.w[(row + kVoiceHidden) * in]);
+    d.r[gate].assign(&w.r[row * kVoiceHidden], &w.r[(row + kVoiceHidden) * kVoiceHidden]);
+    d.w_bias[gate].assign(&w.bias[row], &w.bias[row + kVoiceHidden]);
+    d.r_bias[gate].assign(kVoiceHidden, 0.f);
+  };
+  take(kInputGate, 0);   // i
+  take(kOutputGate, 1);  // o
+  take(kForgetGate, 2);  // f
+  take(kNewMemory, 3);   // c
+  return d;
+}
+
+class CudnnVoiceLstmWeights : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const NpyArray mel =
+        read_npy(test::env_path("SPEAKERSEG_VOICE_REFERENCE_DIR") + "/sample_3_9.mel.npy");
+    ASSERT_GE(mel.shape.at(0), kPartialFrames);
+    x.assign(mel.data.begin(), mel.data.begin() + kPartialFrames * kMelBands);
+    expected = lstm_stack(x, kPartialFrames, stack,
+                          [](int layer, int, int in) { return onnx_voice_direction(layer, in); });
+  }
+  std::vector<float> read_as_cudnn(const std::vector<WeightSlot>& layout,
+                                   std::vector<double>* final_hidden = nullptr) const {
+    return lstm_stack(
+        x, kPartialFrames, stack,
+        [&](int layer, int dir, int in) {
+          return cudnn_direction(space, layout, stack, layer, dir, in);
+        },
+        final_hidden);
+  }
+
+  const cudnn::LstmStack stack = cudnn::lstm_stack(voice_model());
+  std::vector<WeightSlot> slots;
+  const size_t bytes = scrambled_layout(stack, &slots);
+  const std::vector<char> space = cudnn::pack_lstm_weights(stack, slots, bytes);
+  std::vector<float> x, expected;
+};
+
+TEST_F(CudnnVoiceLstmWeights, PackedForCudnnTheEncoderComputesWhatOnnxDefines) {
+  ASSERT_EQ(stack.slot_count(), kVoiceLayers * cudnn::kLinLayers);
+  std::vector<double> h;
+  const float d = max_abs_difference(read_as_cudnn(slots, &h), expected);
+  std::printf(
+      "[ cudnn-packing ] GE2E: max |LSTM read as cuDNN - read as ONNX| over %d frames: %.3g\n",
+      kPartialFrames, d);
+  EXPECT_EQ(d, 0.f);
+
+  // The head as the kernel reads its block: v[o] = bias[o] + sum_i weight_t[i][o] h[i], ReLU,
+  // unit length; against the CPU encoder on the same partial.
+  const std::vector<float> head = cuda::pack_voice_head(voice_model());
+  ASSERT_EQ(head.size(), cuda::kVoiceHeadBias + kEmbeddingDim);
+  std::vector<double> v(kEmbeddingDim);
+  double norm = 0;
+  for (int o = 0; o < kEmbeddingDim; ++o) {
+    double sum = head[cuda::kVoiceHeadBias + o];
+    for (int i = 0; i < kVoiceHidden; ++i)
+      sum += static_cast<double>(head[static_cast<size_t>(i) * kEmbeddingDim + o]) * h[i];
+    v[o] = std::max(0.0, sum);
+    norm += v[o] * v[o];
+  }
+  ASSERT_GT(norm, 0);
+  std::vector<float> cpu(kEmbeddingDim);
+  make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")))
+      ->embed(x.data(), 1, kPartialFrames, cpu.data());
+  double cosine = 0;
+  for (int o = 0; o < kEmbeddingDim; ++o) cosine += v[o] / std::sqrt(norm) * cpu[o];
+  std::printf(
+      "[ cudnn-packing ] GE2E: cosine of the packed pass's embedding with the CPU "
+      "encoder's: %.8f\n",
+      cosine);
+  EXPECT_GE(cosine, 0.9999);
+}
+
+TEST_F(CudnnVoiceLstmWeights, TheCheckSeesASwappedGateOrLayer) {
+  std::vector<WeightSlot> gates = slots, layers = slots;
+  for (int l = 0; l < kVoiceLayers; ++l)
+    for (int side : {0, 4})
+      std::swap(gates[stack.slot(l, 0, 1 + side)], gates[stack.slot(l, 0, 3 + side)]);
+  for (int lin = 4; lin < 8; ++lin)  // the recurrent matrices of layers 1 and 2 exchanged
+    std::swap(layers[stack.slot(1, 0, lin)], layers[stack.slot(2, 0, lin)]);
+  const float forget_output = max_abs_difference(read_as_cudnn(gates), expected);
+  const float layer = max_abs_difference(read_as_cudnn(layers), expected);
+  std::printf("[ cudnn-packing ] GE2E misread: forget/output swapped %.3g, layers swapped %.3g\n",
+              forget_output, layer);
+  EXPECT_GT(forget_output, 1e-2f);
+  EXPECT_GT(layer, 1e-2f);
+}
+
+TEST(CudaVoicePass, BuffersAreAlignedAndDisjoint) {
+  for (int batch : {1, 3, 32})
+    for (int frames : {1, 160, 1000}) {
+      const cuda::VoiceLayout l = cuda::place_voice_buffers(batch, frames, 12345);
+      const size_t rows = static_cast<size_t>(batch) * frames, f = sizeof(float);
+      const std::pair<size_t, size_t> regions[] = {
+          {l.mel, rows * kMelBands * f},
+          {l.lstm_out, rows * kVoiceHidden * f},
+          {l.states, static_cast<size_t>(kVoiceLayers) * batch * kVoiceHidden * f},
+          {l.rnn_work, 12345},
+          {l.embeddings, static_cast<size_t>(batch) * kEmbeddingDim * f}};
+      for (size_t i = 0; i < std::size(regions); ++i) {
+        EXPECT_EQ(regions[i].first % 256, 0u);
+        const size_t end = regions[i].first + regions[i].second;
+        EXPECT_LE(end, i + 1 < std::size(regions) ? regions[i + 1].first : l.total)
+            << "region " << i << " of batch " << batch << ", " << frames << " frames";
+      }
+    }
 }
 
 }  // namespace

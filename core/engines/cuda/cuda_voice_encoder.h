@@ -1,0 +1,38 @@
+// The GE2E voice encoder on one GPU, behind the same VoiceEncoder interface as the CPU one: the
+// three LSTM layers as one unidirectional cuDNN RNN (the segmentation engine's RNN code,
+// cudnn_rnn.h), the head as one kernel, each batch class's pass captured into a CUDA graph. The mel
+// front end stays on the host (features/mel_spectrogram.h). Lives in the CUDA module like the
+// segmentation engine (cuda_engine.h says where the module is looked for); this header pulls in no
+// CUDA header.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engines/cuda/cuda_engine.h"  // LstmAlgorithm
+#include "engines/voice_encoder.h"
+
+namespace speakerseg {
+
+struct CudaVoiceEncoderOptions {
+  int device = 0;
+  // auto: persist-dynamic for one partial, persist-static-small-h up to 64, standard above, each
+  // falling back to standard with a warning where it cannot run (as the segmentation engine).
+  LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
+  bool cuda_graphs = true;
+  bool tf32 = false;
+  // Partials per pass; embed() runs larger batches as several passes. Batches run padded up to a
+  // class (1, 2, 4, ... below max_batch, and max_batch), each planned, run and captured for
+  // 160-frame partials when the encoder is made.
+  int max_batch = 32;
+  bool fill_arena_nan = false;  // tests: a read of memory nothing wrote shows as NaN
+  std::function<void(const std::string&)> warn;  // null: stderr
+};
+
+// Throws EngineError with a clear message where the module, its libraries or a device are missing
+// (as make_cuda_engine), or the GPU cannot hold the encoder.
+std::unique_ptr<VoiceEncoder> make_cuda_voice_encoder(std::shared_ptr<const VoiceModel> model,
+                                                      const CudaVoiceEncoderOptions& options = {});
+
+}  // namespace speakerseg
