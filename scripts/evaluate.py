@@ -56,6 +56,11 @@ CONCATS = {
         "dev00+trn05+dev01": ["dev00", "trn05", "dev01"],
         "dev00+sil+dev01": ["dev00", "silence:12", "dev01"],
     },
+    # Neither tuning nor report: the case where the stitcher carries a label across a join onto a
+    # newcomer (docs/identity.md, "How a newcomer is merged into a label").
+    "newcomer": {
+        "sample+trn05+sample": ["sample", "trn05", "sample"],
+    },
 }
 
 

@@ -17,6 +17,13 @@ int64_t frame_audio_start(int64_t frame) {
   return SpeakerStitcher::frame_centre_sample(frame) - kFrameSamples / 2;
 }
 
+// Both unit vectors (utterance embeddings).
+float cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0;
+  for (size_t k = 0; k < a.size() && k < b.size(); ++k) dot += static_cast<double>(a[k]) * b[k];
+  return static_cast<float>(dot);
+}
+
 }  // namespace
 
 SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
@@ -179,6 +186,31 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
       return;
     }
   }
+  const bool trusted = v->weight >= settings_.trusted_seconds;
+  if (trusted && s < settings_.match_threshold && s >= settings_.split_threshold) {
+    // Evidence a stranger could have given: it trains nothing. A known voice it matches clearly
+    // better takes the label; evidence that twice running agrees with itself more than with the
+    // voiceprint is a newcomer.
+    const float margin = static_cast<float>(settings_.candidate_margin);
+    const Match m = voices_.nearest(e, allowed);
+    if (m.id >= 0 && m.score >= settings_.match_threshold && m.score >= s + margin) {
+      split(l, m.id, m.score, e, seconds, now);
+      return;
+    }
+    if (!l.candidate.empty()) {
+      const float c = cosine(e, l.candidate);
+      if (c >= settings_.match_threshold && c >= s + margin && !at_limit()) {
+        split(l, -1, 0.f, l.candidate, l.candidate_seconds, now);
+        voices_.learn(l.voice, e, seconds, now);
+        return;
+      }
+    }
+    l.candidate = e;
+    l.candidate_seconds = seconds;
+    l.strikes = 0;
+    return;
+  }
+  l.candidate.clear();
   if (s >= settings_.keep_threshold) {
     l.strikes = 0;
     voices_.learn(current, e, seconds, now);
@@ -193,16 +225,24 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
   const Match m = voices_.nearest(e, allowed);
   const bool known = m.id >= 0 && m.score >= settings_.match_threshold && m.score > s;
   if (!known && ++l.strikes < 2) return;
+  if (known)
+    split(l, m.id, m.score, e, seconds, now);
+  else if (!at_limit())
+    split(l, -1, 0.f, e, seconds, now);
+}
+
+void SpeakerIdentifier::split(Label& l, int to, float score, const std::vector<float>& e,
+                              double seconds, int64_t now) {
   ++stats_.splits;
   l.strikes = 0;
-  if (known) {
-    l.voice = m.id;
-    voices_.learn(m.id, e, seconds, now);
-    scores_[m.id] = m.score;
-  } else if (!at_limit()) {
+  l.candidate.clear();
+  if (to >= 0) {
+    l.voice = to;
+    voices_.learn(to, e, seconds, now);
+  } else {
     l.voice = voices_.add(e, seconds, now);
-    scores_[l.voice] = 0;
   }
+  scores_[l.voice] = score;
 }
 
 void SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher,

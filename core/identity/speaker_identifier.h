@@ -16,6 +16,11 @@
 //   one is merged into it (the turn tracker renames it, without announcing a change); evidence
 //   far from the voice (split_threshold) means someone else now speaks under the label, which
 //   then takes the nearest known voice or a new one, and the tracker announces the change.
+// - A voiceprint with trusted_seconds of speech behind it learns only from evidence that matches
+//   it (match_threshold): people of one room score 0.6-0.75 against each other, so evidence in
+//   that band could be a newcomer the stitcher carried across a turn. It is kept as a candidate;
+//   a known voice it matches clearly better takes the label at once, and the next evidence that
+//   matches the candidate clearly better than the voiceprint splits the label onto a new voice.
 //
 // Decisions take effect from the frame they are made on: announced turns are never relabelled.
 #pragma once
@@ -72,10 +77,16 @@ class SpeakerIdentifier {
     int64_t learned_until = -1;   // frames up to here were embedded by the decision
     std::vector<float> evidence;  // clean audio not embedded yet
     int strikes = 0;              // evidence in a row far from the voice (split_threshold)
+    // The last evidence a trusted voiceprint did not match: perhaps a newcomer under the label.
+    std::vector<float> candidate;
+    double candidate_seconds = 0;
   };
 
   int decide(int label, int64_t frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder);
   void weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder, TurnTracker& tracker);
+  // The label's voice is `to` from `now` on (-1: a new voice from `e`); the tracker announces it.
+  void split(Label& l, int to, float score, const std::vector<float>& e, double seconds,
+             int64_t now);
   // `voice` is `into` after all: every label holding it, and the turn tracker, move over without
   // a change being announced, and the voice is forgotten.
   void merge(int voice, const Match& into, TurnTracker& tracker);

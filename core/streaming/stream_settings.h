@@ -27,6 +27,12 @@ struct IdentitySettings {
   double match_threshold = 0.75;  // a voice at least this close to a known one is that person
   double keep_threshold = 0.6;    // a label's new evidence this close trains its voiceprint
   double split_threshold = 0.45;  // below this, someone else now speaks under the label
+  // A voiceprint on this much clean speech is trusted: only evidence that matches it
+  // (match_threshold) trains it, since different people of one room score 0.6-0.75 too. Evidence
+  // below that is kept as a candidate, and the next evidence that is closer to the candidate than
+  // to the voiceprint by candidate_margin (and matches the candidate) splits the label.
+  double trusted_seconds = 6.0;
+  double candidate_margin = 0.15;
   double clean_others = 0.5;      // a frame is clean for a speaker when nobody else is above this
   double evidence_seconds = 3.0;  // clean speech per evidence embedding
   double decision_seconds = 3.0;  // most clean speech a first decision embeds

@@ -173,5 +173,107 @@ TEST(SpeakerIdentity, EnrolledSpeakersAreAnnouncedByName) {
   }
 }
 
+// Reference turns of one recording of an RTTM file, shifted by `offset` seconds.
+std::vector<Turn> read_turns(const std::string& rttm, const std::string& uri, double offset) {
+  std::vector<Turn> out;
+  std::ifstream f(rttm);
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream s(line);
+    std::string type, name, channel, na1, na2, who;
+    double start = 0, duration = 0;
+    s >> type >> name >> channel >> start >> duration >> na1 >> na2 >> who;
+    if (name == uri) out.push_back({who, start + offset, start + offset + duration});
+  }
+  return out;
+}
+
+// The reference speaker who talks most within [a, b), or "" where nobody does.
+std::string dominant(const std::vector<Turn>& turns, double a, double b) {
+  std::map<std::string, double> talk;
+  for (const Turn& t : turns)
+    talk[t.speaker] += std::max(0.0, std::min(b, t.end) - std::max(a, t.start));
+  std::string best;
+  for (const auto& [who, seconds] : talk)
+    if (seconds > 0 && (best.empty() || seconds > talk[best])) best = who;
+  return best;
+}
+
+// sample.wav, then trn05 (other people, none of sample's), then sample.wav again. The stitcher
+// carries sample's first label across the join onto trn05's main speaker; by voice, the newcomer
+// must get a label of their own once the label's evidence has told them apart (two evidence
+// embeddings of 3 s of clean speech: the announced turns from 15 s into trn05 on), and sample's
+// speakers must come back under their first labels.
+TEST(SpeakerIdentity, TwoPeopleAreNotMerged) {
+  Fixture fx;
+  std::ifstream m(test::reference_dir() + "/manifest.txt");
+  std::map<std::string, std::string> manifest;
+  std::string key, value;
+  while (m >> key && std::getline(m >> std::ws, value)) manifest[key] = value;
+  if (manifest["source"] != "shared")
+    GTEST_SKIP() << "needs the shared AMI recordings (the references were synthesised)";
+  const std::string& recording = manifest["recording"];
+  const std::string folder = recording.substr(0, recording.rfind('/'));
+  const std::vector<float> other = read_mono_16k(folder + "/trn05.wav");
+  const double length = fx.audio.size() / double(kSampleRate);
+  const double other_length = other.size() / double(kSampleRate);
+  std::vector<float> joined(fx.audio);
+  joined.insert(joined.end(), other.begin(), other.end());
+  joined.insert(joined.end(), fx.audio.begin(), fx.audio.end());
+  std::vector<Turn> reference = fx.turns;
+  for (const Turn& t : read_turns(folder + "/train.rttm", "trn05", length)) reference.push_back(t);
+  for (const Turn& t : fx.turns)
+    reference.push_back(
+        {t.speaker, t.start + length + other_length, t.end + length + other_length});
+
+  const auto changes = detect(fx, joined, true);
+  // Each announced turn, with the reference speaker who talks most in it.
+  struct Announced {
+    double start, end;
+    std::string label, who;
+  };
+  std::vector<Announced> turns;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    if (changes[i].speaker.empty()) continue;
+    const double a = changes[i].sample / double(kSampleRate);
+    const double b = i + 1 < changes.size() ? changes[i + 1].sample / double(kSampleRate)
+                                            : joined.size() / double(kSampleRate);
+    turns.push_back({a, b, changes[i].speaker, dominant(reference, a, b)});
+  }
+  std::set<std::string> sample_people, first_labels;
+  for (const Turn& t : fx.turns) sample_people.insert(t.speaker);
+  for (const auto& t : turns)
+    if (t.end <= length && sample_people.count(t.who)) first_labels.insert(t.label);
+  ASSERT_FALSE(first_labels.empty());
+  // Within trn05, from 15 s on: the announced time of trn05's people, and how much of it went to a
+  // label of sample's speakers.
+  const double from = length + 15, to = length + other_length;
+  double newcomer_seconds = 0, merged_seconds = 0;
+  for (const auto& t : turns) {
+    const double a = std::max(t.start, from), b = std::min(t.end, to);
+    if (b <= a) continue;
+    const std::string who = dominant(reference, a, b);
+    if (who.empty() || sample_people.count(who)) continue;
+    newcomer_seconds += b - a;
+    if (first_labels.count(t.label)) {
+      merged_seconds += b - a;
+      ADD_FAILURE() << who << " (trn05) announced as " << t.label << ", a label of sample's "
+                    << "speakers, at " << a << "-" << b << " s";
+    }
+  }
+  std::printf(
+      "[ identity ] trn05's people from 15 s on: %.1f s announced, %.1f s under a label of "
+      "sample's speakers\n",
+      newcomer_seconds, merged_seconds);
+  EXPECT_GT(newcomer_seconds, 5.0) << "trn05's people were hardly announced at all";
+  // sample's speakers in its second copy: under their first labels by its second half.
+  for (const auto& t : turns) {
+    if (t.start >= length + other_length + length / 2 && sample_people.count(t.who)) {
+      EXPECT_TRUE(first_labels.count(t.label))
+          << t.who << " came back as " << t.label << " at " << t.start << " s";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace speakerseg
