@@ -23,8 +23,8 @@
 #include "io/npy.h"
 #include "model/model_location.h"
 #include "scheduling/async_segmenter.h"
+#include "engines/cuda/cuda_engine.h"  // LstmAlgorithm; no CUDA header
 #ifdef SPEAKERSEG_HAVE_CUDA
-#include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/cuda_voice_encoder.h"
 #endif
 #include "engines/cpu/cpu_engine.h"
