@@ -23,6 +23,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/rttm.h"
 #include "common/temp_dir.h"
 #include "common/xorshift.h"
 #include "engines/cpu/cpu_voice_encoder.h"
@@ -78,20 +79,10 @@ const std::vector<float>* sample_audio() {
 
 // Every start and end of an annotated turn, in seconds: where the current speaker can change.
 std::vector<double> turn_boundaries() {
-  std::ifstream f(env("SPEAKERCHANGE_SAMPLE_RTTM"));
-  EXPECT_TRUE(f) << "cannot read sample.rttm";
-  std::vector<double> b;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream s(line);
-    std::string type, uri, channel;
-    double start = 0, duration = 0;
-    if (s >> type >> uri >> channel >> start >> duration && type == "SPEAKER") {
-      b.push_back(start);
-      b.push_back(start + duration);
-    }
-  }
-  return b;
+  const std::vector<speakerseg::test::Turn> turns =
+      speakerseg::test::read_rttm(env("SPEAKERCHANGE_SAMPLE_RTTM"));
+  EXPECT_FALSE(turns.empty()) << "no turns in sample.rttm";
+  return speakerseg::test::turn_boundaries(turns);
 }
 
 struct Change {

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/rttm.h"
 #include "common/run_detector.h"
 #include "common/temp_dir.h"
 #include "common/test_env.h"
@@ -23,10 +24,7 @@
 namespace speakerseg {
 namespace {
 
-struct Turn {
-  std::string speaker;
-  double start, end;
-};
+using test::Turn;
 
 struct Fixture {
   std::vector<float> audio;
@@ -39,15 +37,7 @@ struct Fixture {
     std::string key, value;
     while (m >> key && std::getline(m >> std::ws, value)) manifest[key] = value;
     audio = read_mono_16k(manifest["recording"]);
-    std::ifstream rttm(manifest["rttm"]);
-    std::string line;
-    while (std::getline(rttm, line)) {
-      std::istringstream s(line);
-      std::string type, uri, channel, na1, na2, who;
-      double start = 0, duration = 0;
-      s >> type >> uri >> channel >> start >> duration >> na1 >> na2 >> who;
-      turns.push_back({who, start, start + duration});
-    }
+    turns = test::read_rttm(manifest["rttm"]);
     // One thread each: meson runs test programs side by side on few cores.
     engine = make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1});
     voice = make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
@@ -173,21 +163,6 @@ TEST(SpeakerIdentity, EnrolledSpeakersAreAnnouncedByName) {
   }
 }
 
-// Reference turns of one recording of an RTTM file, shifted by `offset` seconds.
-std::vector<Turn> read_turns(const std::string& rttm, const std::string& uri, double offset) {
-  std::vector<Turn> out;
-  std::ifstream f(rttm);
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream s(line);
-    std::string type, name, channel, na1, na2, who;
-    double start = 0, duration = 0;
-    s >> type >> name >> channel >> start >> duration >> na1 >> na2 >> who;
-    if (name == uri) out.push_back({who, start + offset, start + offset + duration});
-  }
-  return out;
-}
-
 // The reference speaker who talks most within [a, b), or "" where nobody does.
 std::string dominant(const std::vector<Turn>& turns, double a, double b) {
   std::map<std::string, double> talk;
@@ -221,7 +196,8 @@ TEST(SpeakerIdentity, TwoPeopleAreNotMerged) {
   joined.insert(joined.end(), other.begin(), other.end());
   joined.insert(joined.end(), fx.audio.begin(), fx.audio.end());
   std::vector<Turn> reference = fx.turns;
-  for (const Turn& t : read_turns(folder + "/train.rttm", "trn05", length)) reference.push_back(t);
+  for (const Turn& t : test::read_rttm(folder + "/train.rttm", "trn05", length))
+    reference.push_back(t);
   for (const Turn& t : fx.turns)
     reference.push_back(
         {t.speaker, t.start + length + other_length, t.end + length + other_length});

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/rttm.h"
 #include "common/run_detector.h"
 #include "common/test_env.h"
 #include "engines/cpu/cpu_engine.h"
@@ -29,19 +30,9 @@ std::map<std::string, std::string> manifest(const std::string& dir) {
 
 // Every start and end of an annotated turn, in seconds.
 std::vector<double> turn_boundaries(const std::string& rttm) {
-  std::ifstream f(rttm);
-  EXPECT_TRUE(f) << "cannot read " << rttm;
-  std::vector<double> b;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream s(line);
-    std::string type, uri, channel;
-    double start = 0, duration = 0;
-    s >> type >> uri >> channel >> start >> duration;
-    b.push_back(start);
-    b.push_back(start + duration);
-  }
-  return b;
+  const std::vector<test::Turn> turns = test::read_rttm(rttm);
+  EXPECT_FALSE(turns.empty()) << "no turns in " << rttm;
+  return test::turn_boundaries(turns);
 }
 
 struct Fixture {

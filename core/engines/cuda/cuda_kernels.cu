@@ -189,6 +189,21 @@ unsigned blocks(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
+__global__ void __launch_bounds__(kVoiceHeadWidth)
+    voice_head_kernel(const float* hidden, const float* weight_t, const float* bias, float* out) {
+  __shared__ float h[kVoiceHeadWidth];
+  __shared__ double red[kVoiceHeadWidth];
+  const size_t row = static_cast<size_t>(blockIdx.x) * kVoiceHeadWidth;
+  const int k = threadIdx.x;
+  h[k] = hidden[row + k];
+  __syncthreads();
+  float v = bias[k];
+  for (int j = 0; j < kVoiceHeadWidth; ++j) v = fmaf(weight_t[j * kVoiceHeadWidth + k], h[j], v);
+  v = fmaxf(v, 0.f);
+  const double norm = block_sum(static_cast<double>(v) * v, red);
+  out[row + k] = norm > 0 ? v * static_cast<float>(1.0 / sqrt(norm)) : 0.f;
+}
+
 }  // namespace
 
 cudaError_t wave_norm(float* x, int batch, int samples, float scale, float bias, float eps,
@@ -203,21 +218,6 @@ cudaError_t sinc_im2col(const float* wave, int samples, int rows_per_window, int
   sinc_im2col_kernel<<<blocks(rows, kRowsPerBlock), dim3(128, kRowsPerBlock), 0, stream>>>(
       wave, samples, rows_per_window, first_row, rows, out);
   return cudaGetLastError();
-}
-
-__global__ void __launch_bounds__(kVoiceHeadWidth)
-    voice_head_kernel(const float* hidden, const float* weight_t, const float* bias, float* out) {
-  __shared__ float h[kVoiceHeadWidth];
-  __shared__ double red[kVoiceHeadWidth];
-  const size_t row = static_cast<size_t>(blockIdx.x) * kVoiceHeadWidth;
-  const int k = threadIdx.x;
-  h[k] = hidden[row + k];
-  __syncthreads();
-  float v = bias[k];
-  for (int j = 0; j < kVoiceHeadWidth; ++j) v = fmaf(weight_t[j * kVoiceHeadWidth + k], h[j], v);
-  v = fmaxf(v, 0.f);
-  const double norm = block_sum(static_cast<double>(v) * v, red);
-  out[row + k] = norm > 0 ? v * static_cast<float>(1.0 / sqrt(norm)) : 0.f;
 }
 
 cudaError_t voice_head(const float* hidden, int batch, const float* weight_t, const float* bias,
