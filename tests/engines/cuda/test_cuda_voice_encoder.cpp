@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, CudaVoiceParity,
 
 // Every batch size from 1 to 12 runs padded up to its class (1, 2, 4, 8, 12 with max_batch 12)
 // and gives what the CPU encoder gives for the same partials; nothing past the caller's
-// embeddings is written. 23 partials with max_batch 12 run as two passes.
+// embeddings is written. The three clips' 19 partials: sizes above 12 run as two passes.
 TEST(CudaVoiceEncoder, EveryBatchSizeAndLargerThanMaxBatch) {
   SKIP_WITHOUT_GPU();
   int count = 0;
