@@ -1,6 +1,7 @@
 #include "engines/cuda/cuda_buffers.h"
 
 #include "engines/cuda/cuda_errors.h"
+#include "engines/cuda/plan_policy.h"
 #include "engines/segmentation_engine.h"
 
 namespace speakerseg::cuda {

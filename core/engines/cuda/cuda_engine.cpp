@@ -18,7 +18,6 @@
 
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -40,7 +39,6 @@ namespace {
 
 using cuda::check;
 using cuda::check_alloc;
-using cuda::cudnn_text;
 using cuda::fail;
 
 // ---------------------------------------------------------------------------------------------
@@ -279,13 +277,7 @@ class CudaEngine final : public SegmentationEngine {
     try {
       p.algorithm = a;
       p.rnn = &rnns_->get(a, p.batch);
-      size_t reserve = 0;
-      const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(
-          cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p.x_desc, &p.rnn_work, &reserve);
-      if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnGetRNNTempSpaceSizes");
-      if (s != CUDNN_STATUS_SUCCESS)
-        fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for batch " +
-             std::to_string(p.batch) + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+      p.rnn_work = rnns_->workspace_bytes(*p.rnn, a, p.x_desc, "batch " + std::to_string(p.batch));
     } catch (const cuda::OutOfDeviceMemory&) {
       throw;
     } catch (const cuda::RnnUnavailable&) {
@@ -341,14 +333,7 @@ class CudaEngine final : public SegmentationEngine {
               at(p.layout.features), 0,
               static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
           "cudaMemsetAsync");
-    const cudnnStatus_t s = enqueue_rnn(p);
-    if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnRNNForward (probe)");
-    if (s != CUDNN_STATUS_SUCCESS) {
-      cudaGetLastError();
-      throw cuda::RnnUnavailable(
-          std::string("CUDA engine: lstm-algorithm ") + lstm_algorithm_name(p.algorithm) +
-          " for batch " + std::to_string(p.batch) + ": cudnnRNNForward failed: " + cudnn_text(s));
-    }
+    cuda::check_probe_status(enqueue_rnn(p), p.algorithm, "batch " + std::to_string(p.batch));
     // A fault here is no algorithm's to fall back from: the context is gone.
     check(cudaStreamSynchronize(stream_), "the LSTM probe run");
   }

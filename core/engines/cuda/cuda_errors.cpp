@@ -124,12 +124,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-std::string mib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
-  return buf;
-}
-
 // RTLD_NODELETE: NVRTC carries its own libstdc++, whose start-up allocation would otherwise leak
 // at dlclose.
 std::string nvrtc_found() {

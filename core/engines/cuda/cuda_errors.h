@@ -45,7 +45,6 @@ std::string engine_description(const std::string& device_name, int device,
 void warn_on_stderr(const std::string& message);
 
 std::string seconds_text(double s);  // "1.23 s"
-std::string mib(size_t bytes);       // "1.2 MiB"
 
 // NVRTC as cuDNN finds it (it dlopens the library when it builds persist-dynamic): its version and
 // file name, or "" where the dynamic loader finds none.

@@ -8,7 +8,6 @@
 #include <cudnn.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -201,14 +200,8 @@ class CudaVoiceEncoder final : public VoiceEncoder {
       try {
         p_.algorithm = a;
         p_.rnn = &e_.rnns_->get(a, p_.batch);
-        size_t reserve = 0;
-        const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(
-            e_.cudnn_, p_.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p_.x_desc, &p_.rnn_work, &reserve);
-        if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnGetRNNTempSpaceSizes");
-        if (s != CUDNN_STATUS_SUCCESS)
-          fail(std::string("lstm-algorithm ") + lstm_algorithm_name(a) + " for " +
-               std::to_string(p_.batch) +
-               " partials: cudnnGetRNNTempSpaceSizes failed: " + cuda::cudnn_text(s));
+        p_.rnn_work = e_.rnns_->workspace_bytes(*p_.rnn, a, p_.x_desc,
+                                                std::to_string(p_.batch) + " partials");
       } catch (const cuda::OutOfDeviceMemory&) {
         throw;
       } catch (const cuda::RnnUnavailable&) {
@@ -226,15 +219,8 @@ class CudaVoiceEncoder final : public VoiceEncoder {
                             static_cast<size_t>(p_.batch) * p_.frames * kMelBands * sizeof(float),
                             e_.stream_),
             "cudaMemsetAsync");
-      const cudnnStatus_t s = e_.enqueue_rnn(p_);
-      if (cuda::cudnn_status_is_out_of_memory(s)) check(s, "cudnnRNNForward (probe)");
-      if (s != CUDNN_STATUS_SUCCESS) {
-        cudaGetLastError();
-        throw cuda::RnnUnavailable(std::string("CUDA voice encoder: lstm-algorithm ") +
-                                   lstm_algorithm_name(p_.algorithm) + " for " +
-                                   std::to_string(p_.batch) +
-                                   " partials: cudnnRNNForward failed: " + cuda::cudnn_text(s));
-      }
+      cuda::check_probe_status(e_.enqueue_rnn(p_), p_.algorithm,
+                               std::to_string(p_.batch) + " partials");
       check(cudaStreamSynchronize(e_.stream_), "the LSTM probe run");
     }
 

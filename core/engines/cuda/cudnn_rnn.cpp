@@ -35,6 +35,26 @@ void upload(cudaStream_t stream, void* device, const void* host, size_t bytes, c
   check(cudaStreamSynchronize(stream), what);
 }
 
+void check_probe_status(cudnnStatus_t s, LstmAlgorithm a, const std::string& what) {
+  if (cudnn_status_is_out_of_memory(s)) check(s, "cudnnRNNForward (probe)");
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  cudaGetLastError();
+  throw RnnUnavailable(std::string("CUDA engine: lstm-algorithm ") + lstm_algorithm_name(a) +
+                       " for " + what + ": cudnnRNNForward failed: " + cudnn_text(s));
+}
+
+size_t RnnCache::workspace_bytes(const Rnn& rnn, LstmAlgorithm a, cudnnRNNDataDescriptor_t x,
+                                 const std::string& what) const {
+  size_t work = 0, reserve = 0;
+  const cudnnStatus_t s =
+      cudnnGetRNNTempSpaceSizes(cudnn_, rnn.desc, CUDNN_FWD_MODE_INFERENCE, x, &work, &reserve);
+  if (cudnn_status_is_out_of_memory(s)) check(s, "cudnnGetRNNTempSpaceSizes");
+  if (s != CUDNN_STATUS_SUCCESS)
+    throw RnnUnavailable("CUDA engine: lstm-algorithm " + std::string(lstm_algorithm_name(a)) +
+                         " for " + what + ": cudnnGetRNNTempSpaceSizes failed: " + cudnn_text(s));
+  return work;
+}
+
 RnnCache::RnnCache(cudnnHandle_t cudnn, cudaStream_t stream, cudnnDropoutDescriptor_t dropout,
                    cudnn::LstmStack stack, bool tf32)
     : cudnn_(cudnn), stream_(stream), dropout_(dropout), stack_(std::move(stack)), tf32_(tf32) {}

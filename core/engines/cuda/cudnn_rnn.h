@@ -30,6 +30,10 @@ struct Rnn {
   size_t weight_bytes = 0;
 };
 
+// What a probe run of `algorithm` returned: out of memory stays an error, any other failure makes
+// the algorithm unavailable for the plan (`what`).
+void check_probe_status(cudnnStatus_t status, LstmAlgorithm algorithm, const std::string& what);
+
 class RnnCache {
  public:
   // `stack` points into a model that outlives the cache. Linear input, no projection, double
@@ -46,6 +50,11 @@ class RnnCache {
   // Throws RnnUnavailable where the algorithm cannot be set up, OutOfDeviceMemory where memory ran
   // out. Weight spaces of the same layout are shared.
   const Rnn& get(LstmAlgorithm algorithm, int batch);
+
+  // cuDNN's inference workspace for `rnn` on data `x`. A failure that is not memory's makes the
+  // algorithm unavailable for this plan (`what`: "batch 4", "4 partials").
+  size_t workspace_bytes(const Rnn& rnn, LstmAlgorithm algorithm, cudnnRNNDataDescriptor_t x,
+                         const std::string& what) const;
 
   const cudnn::LstmStack& stack() const { return stack_; }
 

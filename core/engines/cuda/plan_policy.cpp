@@ -5,15 +5,12 @@
 #include "model/model_spec.h"
 
 namespace speakerseg::cuda {
-namespace {
 
 std::string mib(size_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
   return buf;
 }
-
-}  // namespace
 
 bool cudnn_status_is_out_of_memory(int status) {
   return status == kCudnnStatusHostAllocationFailed || status == kCudnnStatusDeviceAllocationFailed;

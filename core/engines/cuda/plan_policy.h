@@ -27,6 +27,8 @@ constexpr int kCudnnStatusDeviceAllocationFailed =
 
 bool cudnn_status_is_out_of_memory(int status);
 
+std::string mib(size_t bytes);  // "1.2 MiB"
+
 // An allocation that failed: never a reason to try another RNN algorithm, since every one of them
 // needs the same buffers but the RNN workspace.
 class OutOfDeviceMemory : public EngineError {
