@@ -17,13 +17,6 @@ int64_t frame_audio_start(int64_t frame) {
   return SpeakerStitcher::frame_centre_sample(frame) - kFrameSamples / 2;
 }
 
-// Both unit vectors (utterance embeddings).
-float cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double dot = 0;
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k) dot += static_cast<double>(a[k]) * b[k];
-  return static_cast<float>(dot);
-}
-
 }  // namespace
 
 SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
@@ -198,7 +191,7 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
       return;
     }
     if (!l.candidate.empty()) {
-      const float c = cosine(e, l.candidate);
+      const float c = cosine(e.data(), l.candidate.data());
       if (c >= settings_.match_threshold && c >= s + margin && !at_limit()) {
         split(l, -1, 0.f, l.candidate, l.candidate_seconds, now);
         voices_.learn(l.voice, e, seconds, now);
