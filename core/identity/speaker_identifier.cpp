@@ -218,10 +218,16 @@ void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& e
   const Match m = voices_.nearest(e, allowed);
   const bool known = m.id >= 0 && m.score >= settings_.match_threshold && m.score > s;
   if (!known && ++l.strikes < 2) return;
-  if (known)
+  if (known) {
     split(l, m.id, m.score, e, seconds, now);
-  else if (!at_limit())
+  } else if (!at_limit()) {
     split(l, -1, 0.f, e, seconds, now);
+  } else {
+    // At max-speakers with no known voice to give, the label keeps its own and the strikes start
+    // again; counted in `splits`, as before split() existed.
+    ++stats_.splits;
+    l.strikes = 0;
+  }
 }
 
 void SpeakerIdentifier::split(Label& l, int to, float score, const std::vector<float>& e,
