@@ -1,6 +1,7 @@
 #include "identity/speaker_identifier.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "identity/utterance_embedding.h"
 #include "model/model_spec.h"
@@ -35,6 +36,9 @@ void SpeakerIdentifier::reset() {
   labels_.clear();
   scores_.clear();
   audio_.reset();
+  request_ = {};
+  asked_ = 0;
+  answered_ = false;
 }
 
 void SpeakerIdentifier::add_audio(int64_t start, const float* samples, int64_t n) {
@@ -65,10 +69,37 @@ bool SpeakerIdentifier::at_limit() const {
              static_cast<size_t>(settings_.max_speakers);
 }
 
-std::vector<float> SpeakerIdentifier::embed(const std::vector<float>& audio,
-                                            VoiceEncoder& encoder) {
+const std::vector<float>* SpeakerIdentifier::embedding_of(const std::vector<float>& audio) {
+  if (answered_) {
+    // relabel() stopped for this embedding and is back: it must ask for the same audio.
+    if (audio.size() != asked_)
+      throw std::logic_error("voice identity: resumed on other audio than it asked to embed");
+    answered_ = false;
+    asked_ = 0;
+  } else {
+    if (asked_ > 0)
+      throw std::logic_error("voice identity: an embedding is still being waited for");
+    request_ = utterance_request(mel_, audio.data(), static_cast<int64_t>(audio.size()));
+    answer_.clear();
+    if (request_.count > 0) {
+      asked_ = audio.size();
+      return nullptr;
+    }
+  }
   stats_.embedded_seconds += static_cast<double>(audio.size()) / kSampleRate;
-  return utterance_embedding(encoder, mel_, audio.data(), static_cast<int64_t>(audio.size()));
+  return &answer_;
+}
+
+void SpeakerIdentifier::give_voice(std::vector<float> embedding) {
+  if (asked_ == 0 || answered_)
+    throw std::logic_error("voice identity: an embedding was given that nobody asked for");
+  if (embedding.size() != static_cast<size_t>(kEmbeddingDim))
+    throw std::invalid_argument("voice identity: an embedding of " +
+                                std::to_string(embedding.size()) + " values, not " +
+                                std::to_string(kEmbeddingDim));
+  answer_ = std::move(embedding);
+  request_ = {};
+  answered_ = true;
 }
 
 std::vector<int> SpeakerIdentifier::touching(int label, int64_t frame,
@@ -86,26 +117,30 @@ std::vector<int> SpeakerIdentifier::touching(int label, int64_t frame,
   return out;
 }
 
-int SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& stitcher,
-                              VoiceEncoder& encoder) {
-  ++stats_.decisions;
-  Label& l = labels_[label];
+bool SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& stitcher,
+                               int& voice) {
   std::vector<FrameActivity> ahead;
   stitcher.peek_from(frame, ahead);
   std::vector<float> clean;
+  int64_t learned = -1;
   const auto budget = static_cast<size_t>(settings_.decision_seconds * kSampleRate);
   for (const auto& f : ahead) {
     if (clean.size() >= budget) break;
     if (clean_speaker(f) != label) continue;
     audio_.copy(frame_audio_start(f.frame), frame_audio_start(f.frame) + kFrameSamples, clean);
-    l.learned_until = f.frame;
+    learned = f.frame;
   }
+  const bool enough = static_cast<int64_t>(clean.size()) >= kPartialAudio;
+  const std::vector<float>* embedded = enough ? embedding_of(clean) : nullptr;
+  if (enough && !embedded) return false;
+  ++stats_.decisions;
+  Label& l = labels_[label];
   const std::vector<int> excluded = touching(label, frame, ahead);
   auto allowed = [&](int id) {
     return std::find(excluded.begin(), excluded.end(), id) == excluded.end();
   };
   const int64_t now = frame_audio_start(frame);
-  if (static_cast<int64_t>(clean.size()) < kPartialAudio) {
+  if (!enough) {
     // Too little clean speech yet: a provisional voice; evidence may merge it later.
     ++stats_.provisional;
     l.learned_until = -1;
@@ -114,22 +149,28 @@ int SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& s
       for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id)
         if (const Voice* v = voices_.find(id); v && allowed(id))
           if (!recent || v->last_heard > recent->last_heard) recent = v;
-      if (recent) return recent->id;
+      if (recent) {
+        voice = recent->id;
+        return true;
+      }
     }
-    return voices_.add({}, 0, now);
+    voice = voices_.add({}, 0, now);
+    return true;
   }
-  const std::vector<float> e = embed(clean, encoder);
+  l.learned_until = learned;
+  const std::vector<float> e = *embedded;
   const double seconds = static_cast<double>(clean.size()) / kSampleRate;
   const Match m = voices_.nearest(e, allowed);
   if (m.id >= 0 && (m.score >= settings_.match_threshold || at_limit())) {
     ++stats_.recognised;
     voices_.learn(m.id, e, seconds, now);
     scores_[m.id] = m.score;
-    return m.id;
+    voice = m.id;
+    return true;
   }
-  const int id = voices_.add(e, seconds, now);
-  scores_[id] = 0;
-  return id;
+  voice = voices_.add(e, seconds, now);
+  scores_[voice] = 0;
+  return true;
 }
 
 void SpeakerIdentifier::merge(int voice, const Match& into, TurnTracker& tracker) {
@@ -141,12 +182,19 @@ void SpeakerIdentifier::merge(int voice, const Match& into, TurnTracker& tracker
   scores_[into.id] = into.score;
 }
 
-void SpeakerIdentifier::weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder,
-                                       TurnTracker& tracker) {
+bool SpeakerIdentifier::weigh_evidence(int label, int64_t frame, TurnTracker& tracker) {
   Label& l = labels_[label];
-  const std::vector<float> e = embed(l.evidence, encoder);
+  const std::vector<float>* embedded = embedding_of(l.evidence);
+  if (!embedded) return false;
+  const std::vector<float> e = *embedded;
   const double seconds = static_cast<double>(l.evidence.size()) / kSampleRate;
   l.evidence.clear();
+  weigh(l, label, frame, e, seconds, tracker);
+  return true;
+}
+
+void SpeakerIdentifier::weigh(Label& l, int label, int64_t frame, const std::vector<float>& e,
+                              double seconds, TurnTracker& tracker) {
   if (e.empty()) return;
   const int64_t now = frame_audio_start(frame);
   const int current = l.voice;
@@ -244,27 +292,36 @@ void SpeakerIdentifier::split(Label& l, int to, float score, const std::vector<f
   scores_[l.voice] = score;
 }
 
-void SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher,
-                                VoiceEncoder& encoder, TurnTracker& tracker) {
+bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher,
+                                TurnTracker& tracker) {
+  // Everything up to the last embedding a frame may wait for is safe to run again: a label
+  // decided before the wait keeps its voice, a frame's audio goes into the evidence once.
   const int64_t k = frame.frame;
   for (const auto& [g, v] : frame.activity) {
     if (v <= onset_) continue;
     Label& l = labels_[g];
     l.last_active = k;
-    if (l.voice < 0) l.voice = decide(g, k, stitcher, encoder);
+    if (l.voice < 0) {
+      int voice = -1;
+      if (!decide(g, k, stitcher, voice)) return false;
+      l.voice = voice;
+    }
   }
   const int clean = clean_speaker(frame);
   if (clean >= 0) {
     Label& l = labels_[clean];
     if (k > l.learned_until) {
-      audio_.copy(frame_audio_start(k), frame_audio_start(k) + kFrameSamples, l.evidence);
+      if (l.heard_until < k) {
+        audio_.copy(frame_audio_start(k), frame_audio_start(k) + kFrameSamples, l.evidence);
+        l.heard_until = k;
+      }
       // A provisional voice is weighed as soon as one partial's worth is there: the sooner a
       // returning speaker is recognised, the fewer turns carry the wrong name.
       const Voice* v = voices_.find(l.voice);
       const double wanted = v && v->has_voiceprint() ? settings_.evidence_seconds * kSampleRate
                                                      : static_cast<double>(kPartialAudio);
-      if (static_cast<double>(l.evidence.size()) >= wanted)
-        weigh_evidence(clean, k, encoder, tracker);
+      if (static_cast<double>(l.evidence.size()) >= wanted && !weigh_evidence(clean, k, tracker))
+        return false;
     }
   }
 
@@ -290,6 +347,7 @@ void SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& sti
     else
       ++it;
   audio_.drop_before(frame_audio_start(k + 1));
+  return true;
 }
 
 }  // namespace speakerseg

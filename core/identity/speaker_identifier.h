@@ -34,6 +34,7 @@
 #include "engines/voice_encoder.h"
 #include "features/mel_spectrogram.h"
 #include "identity/audio_history.h"
+#include "identity/utterance_embedding.h"
 #include "identity/voice_registry.h"
 #include "identity/voiceprints.h"
 #include "streaming/speaker_stitcher.h"
@@ -60,8 +61,15 @@ class SpeakerIdentifier {
 
   // Re-keys one final frame (the next in order) from stitcher labels to voice ids, deciding and
   // learning voices on the way; `tracker` is renamed when a provisional voice is merged.
-  void relabel(FrameActivity& frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder,
-               TurnTracker& tracker);
+  // Returns false, having changed nothing a second call would redo, when the frame needs a voice
+  // embedding first: voice_request() is then what to embed, and after give_voice() with its
+  // embedding, relabel() of the same frame carries on. Hosts can so gather the requests of many
+  // streams into one encoder call (SharedScheduler).
+  bool relabel(FrameActivity& frame, const SpeakerStitcher& stitcher, TurnTracker& tracker);
+  const UtteranceRequest* voice_request() const {
+    return asked_ > 0 && !answered_ ? &request_ : nullptr;
+  }
+  void give_voice(std::vector<float> embedding);
 
   // Names by voice id ("speaker-N" or enrolled names), for the turn tracker.
   const std::vector<std::string>& names() const { return voices_.names(); }
@@ -75,6 +83,7 @@ class SpeakerIdentifier {
     int voice = -1;
     int64_t last_active = -1;     // frame
     int64_t learned_until = -1;   // frames up to here were embedded by the decision
+    int64_t heard_until = -1;     // the last frame whose clean audio went into `evidence`
     std::vector<float> evidence;  // clean audio not embedded yet
     int strikes = 0;              // evidence in a row far from the voice (split_threshold)
     // The last evidence a trusted voiceprint did not match: perhaps a newcomer under the label.
@@ -82,8 +91,11 @@ class SpeakerIdentifier {
     double candidate_seconds = 0;
   };
 
-  int decide(int label, int64_t frame, const SpeakerStitcher& stitcher, VoiceEncoder& encoder);
-  void weigh_evidence(int label, int64_t frame, VoiceEncoder& encoder, TurnTracker& tracker);
+  // Both return false, having changed nothing, while they wait for an embedding.
+  bool decide(int label, int64_t frame, const SpeakerStitcher& stitcher, int& voice);
+  bool weigh_evidence(int label, int64_t frame, TurnTracker& tracker);
+  void weigh(Label& l, int label, int64_t frame, const std::vector<float>& e, double seconds,
+             TurnTracker& tracker);
   // The label's voice is `to` from `now` on (-1: a new voice from `e`); the tracker announces it.
   void split(Label& l, int to, float score, const std::vector<float>& e, double seconds,
              int64_t now);
@@ -95,7 +107,8 @@ class SpeakerIdentifier {
   std::vector<int> touching(int label, int64_t frame,
                             const std::vector<FrameActivity>& ahead) const;
   bool at_limit() const;
-  std::vector<float> embed(const std::vector<float>& audio, VoiceEncoder& encoder);
+  // The embedding of `audio`: the one given for it, or null after asking for it.
+  const std::vector<float>* embedding_of(const std::vector<float>& audio);
   // The clean speaker of `f`, or -1.
   int clean_speaker(const FrameActivity& f) const;
 
@@ -108,6 +121,11 @@ class SpeakerIdentifier {
   AudioHistory audio_;
   MelSpectrogram mel_;
   IdentityStats stats_;
+  // The embedding asked for (of asked_ samples), then the one given for it.
+  UtteranceRequest request_;
+  size_t asked_ = 0;
+  bool answered_ = false;
+  std::vector<float> answer_;
 };
 
 }  // namespace speakerseg

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace speakerseg {
 
@@ -12,17 +13,26 @@ std::vector<int64_t> partial_starts(int64_t frames, int step) {
   return starts;
 }
 
-std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& mel,
-                                  const float* audio, int64_t n, int step) {
-  const std::vector<float> spectrum = mel.compute(audio, n);
-  const auto starts = partial_starts(MelSpectrogram::frames_for(n), step);
-  std::vector<float> out(starts.size() * kEmbeddingDim);
-  if (starts.empty()) return out;
-  // Partials overlap in the spectrum: gather them one after the other for one batched call.
+namespace {
+
+// The partials of partial_starts() gathered one after the other from the spectrum they overlap in.
+std::vector<float> gather_partials(const std::vector<float>& spectrum,
+                                   const std::vector<int64_t>& starts) {
   std::vector<float> batch(starts.size() * kPartialFrames * kMelBands);
   for (size_t i = 0; i < starts.size(); ++i)
     std::copy_n(&spectrum[static_cast<size_t>(starts[i]) * kMelBands], kPartialFrames * kMelBands,
                 &batch[i * kPartialFrames * kMelBands]);
+  return batch;
+}
+
+}  // namespace
+
+std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& mel,
+                                  const float* audio, int64_t n, int step) {
+  const auto starts = partial_starts(MelSpectrogram::frames_for(n), step);
+  std::vector<float> out(starts.size() * kEmbeddingDim);
+  if (starts.empty()) return out;
+  const std::vector<float> batch = gather_partials(mel.compute(audio, n), starts);
   encoder.embed(batch.data(), static_cast<int>(starts.size()), kPartialFrames, out.data());
   return out;
 }
@@ -39,20 +49,60 @@ std::vector<float> normalise_volume(const float* audio, int64_t n) {
   return out;
 }
 
+UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio, int64_t n) {
+  UtteranceRequest r;
+  const auto starts = partial_starts(MelSpectrogram::frames_for(n));
+  if (starts.empty()) return r;
+  const std::vector<float> scaled = normalise_volume(audio, n);
+  r.partials = gather_partials(mel.compute(scaled.data(), n), starts);
+  r.count = static_cast<int>(starts.size());
+  return r;
+}
+
+int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceRequest*>& requests,
+                     std::vector<std::vector<float>>& embeddings, int max_batch) {
+  constexpr size_t kPartial = static_cast<size_t>(kPartialFrames) * kMelBands;
+  int total = 0;
+  for (const UtteranceRequest* r : requests) total += r->count;
+  std::vector<float> mel(static_cast<size_t>(total) * kPartial);
+  size_t at = 0;
+  for (const UtteranceRequest* r : requests) {
+    std::copy(r->partials.begin(), r->partials.end(), mel.begin() + static_cast<ptrdiff_t>(at));
+    at += static_cast<size_t>(r->count) * kPartial;
+  }
+  std::vector<float> partials(static_cast<size_t>(total) * kEmbeddingDim);
+  int calls = 0;
+  max_batch = std::max(1, max_batch);
+  for (int first = 0; first < total; first += max_batch, ++calls) {
+    const int n = std::min(max_batch, total - first);
+    encoder.embed(&mel[static_cast<size_t>(first) * kPartial], n, kPartialFrames,
+                  &partials[static_cast<size_t>(first) * kEmbeddingDim]);
+  }
+  embeddings.assign(requests.size(), {});
+  int row = 0;
+  for (size_t q = 0; q < requests.size(); ++q) {
+    const int count = requests[q]->count;
+    if (count == 0) continue;
+    std::vector<float> mean(kEmbeddingDim, 0.f);
+    for (int p = row; p < row + count; ++p)
+      for (int k = 0; k < kEmbeddingDim; ++k)
+        mean[k] += partials[static_cast<size_t>(p) * kEmbeddingDim + k];
+    row += count;
+    double norm = 0;
+    for (float v : mean) norm += static_cast<double>(v) * v;
+    const float inv = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.f;
+    for (float& v : mean) v *= inv;
+    embeddings[q] = std::move(mean);
+  }
+  return calls;
+}
+
 std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
                                        const float* audio, int64_t n) {
-  const std::vector<float> scaled = normalise_volume(audio, n);
-  const std::vector<float> partials = embed_partials(encoder, mel, scaled.data(), n);
-  if (partials.empty()) return {};
-  std::vector<float> mean(kEmbeddingDim, 0.f);
-  const size_t count = partials.size() / kEmbeddingDim;
-  for (size_t p = 0; p < count; ++p)
-    for (int k = 0; k < kEmbeddingDim; ++k) mean[k] += partials[p * kEmbeddingDim + k];
-  double norm = 0;
-  for (float v : mean) norm += static_cast<double>(v) * v;
-  const float inv = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.f;
-  for (float& v : mean) v *= inv;
-  return mean;
+  const UtteranceRequest r = utterance_request(mel, audio, n);
+  std::vector<std::vector<float>> out;
+  embed_utterances(encoder, {&r}, out);
+  return std::move(out[0]);
 }
 
 float cosine(const float* a, const float* b) {

@@ -30,9 +30,23 @@ std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& m
 // `audio` scaled up to kTargetDbfs (at most kMaxGainDb), as the utterance embedding sees it.
 std::vector<float> normalise_volume(const float* audio, int64_t n);
 
-// The utterance embedding: the mean of the partial embeddings of the volume-normalised audio,
-// renormalised to unit length. Empty when the audio is shorter than one partial (25 440 samples,
-// 1.59 s: 160 frames centred 160 samples apart).
+// An utterance ready for the encoder: the partials of its volume-normalised mel, one after the
+// other. Requests of many speakers and streams are embedded together by embed_utterances().
+struct UtteranceRequest {
+  std::vector<float> partials;  // [count][kPartialFrames][kMelBands]
+  int count = 0;                // 0: shorter than one partial, the embedding is empty
+};
+UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio, int64_t n);
+
+// The utterance embedding of each request (empty for a request without partials): the mean of its
+// partial embeddings, renormalised to unit length. Every request's partials go through the encoder
+// together, in calls of at most `max_batch` partials, since a batched call costs the encoder much
+// less per partial than one call per utterance. Returns the encoder calls made.
+int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceRequest*>& requests,
+                     std::vector<std::vector<float>>& embeddings, int max_batch = 64);
+
+// The utterance embedding of `audio` alone. Empty when the audio is shorter than one partial
+// (25 440 samples, 1.59 s: 160 frames centred 160 samples apart).
 std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
                                        const float* audio, int64_t n);
 

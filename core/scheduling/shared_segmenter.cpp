@@ -1,8 +1,10 @@
 #include "scheduling/shared_segmenter.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
+#include "identity/utterance_embedding.h"
 #include "model/model_spec.h"
 
 namespace speakerseg {
@@ -124,20 +126,21 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   // flight. A channel reset meanwhile only wastes the work; its results are dropped below.
   std::vector<std::vector<SpeakerChange>> changes(members.size());
   std::vector<std::string> stitch_failure(members.size());
+  VoiceRound voice;
   if (failure.empty()) {
     std::lock_guard<std::mutex> voice_lock(voice_mutex_);
+    std::vector<ChannelWindows> work(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
-      Channel& c = *members[m].first;
-      try {
-        for (int i = 0; i < n; ++i)
-          if (batch[i].channel == members[m].first)
-            c.timeline.add_window(batch[i].job.start, batch[i].job.end,
-                                  &logprobs_[static_cast<size_t>(i) * frames * kClasses], frames,
-                                  batch[i].job.samples.data(), voice_.get());
-        changes[m] = c.timeline.take_changes();
-      } catch (const std::exception& e) {
-        stitch_failure[m] = e.what();
-      }
+      work[m].channel = members[m].first.get();
+      for (int i = 0; i < n; ++i)
+        if (batch[i].channel == members[m].first)
+          work[m].windows.push_back(
+              {&batch[i].job, &logprobs_[static_cast<size_t>(i) * frames * kClasses]});
+    }
+    voice = stitch(work, frames);
+    for (size_t m = 0; m < members.size(); ++m) {
+      stitch_failure[m] = std::move(voice.failures[m]);
+      if (stitch_failure[m].empty()) changes[m] = members[m].first->timeline.take_changes();
     }
   }
 
@@ -146,6 +149,9 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   ++batches_;
   last_batch_ = n;
   max_batch_ = std::max(max_batch_, n);
+  voice_calls_ += static_cast<uint64_t>(voice.calls);
+  voice_utterances_ += static_cast<uint64_t>(voice.utterances);
+  max_voice_batch_ = std::max(max_voice_batch_, voice.max_partials);
   for (size_t m = 0; m < members.size(); ++m) {
     Channel& c = *members[m].first;
     int mine = 0;
@@ -170,6 +176,56 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   }
 }
 
+SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWindows>& work,
+                                                    int frames) {
+  VoiceRound r;
+  r.failures.resize(work.size());
+  std::vector<size_t> next(work.size(), 0);
+  for (;;) {
+    // Every channel stitches its windows until it is done or waits for a voice embedding...
+    std::vector<size_t> waiting;
+    std::vector<const UtteranceRequest*> requests;
+    int partials = 0;
+    for (size_t m = 0; m < work.size(); ++m) {
+      if (!r.failures[m].empty()) continue;
+      SpeakerTimeline& t = work[m].channel->timeline;
+      try {
+        while (!t.voice_request() && next[m] < work[m].windows.size()) {
+          const auto& [job, logprobs] = work[m].windows[next[m]++];
+          t.begin_window(job->start, job->end, logprobs, frames, job->samples.data());
+        }
+      } catch (const std::exception& e) {
+        r.failures[m] = e.what();
+        continue;
+      }
+      if (const UtteranceRequest* q = t.voice_request()) {
+        waiting.push_back(m);
+        requests.push_back(q);
+        partials += q->count;
+      }
+    }
+    if (waiting.empty()) return r;
+    // ...then the embeddings they all wait for run together, and each carries on with its own.
+    std::vector<std::vector<float>> embeddings;
+    try {
+      if (!voice_) throw std::logic_error("a channel waits for a voice, but there is no encoder");
+      r.calls += embed_utterances(*voice_, requests, embeddings, kVoiceBatch);
+    } catch (const std::exception& e) {
+      for (size_t m : waiting) r.failures[m] = e.what();
+      continue;
+    }
+    r.utterances += static_cast<int>(requests.size());
+    r.max_partials = std::max(r.max_partials, std::min(partials, kVoiceBatch));
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      try {
+        work[waiting[i]].channel->timeline.give_voice(std::move(embeddings[i]));
+      } catch (const std::exception& e) {
+        r.failures[waiting[i]] = e.what();
+      }
+    }
+  }
+}
+
 uint64_t SharedScheduler::batches_run() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return batches_;
@@ -183,6 +239,21 @@ int SharedScheduler::last_batch_size() const {
 int SharedScheduler::max_batch_size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return max_batch_;
+}
+
+uint64_t SharedScheduler::voice_calls() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return voice_calls_;
+}
+
+uint64_t SharedScheduler::voice_utterances() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return voice_utterances_;
+}
+
+int SharedScheduler::max_voice_batch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return max_voice_batch_;
 }
 
 size_t SharedScheduler::channels() const {

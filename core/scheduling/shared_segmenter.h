@@ -54,6 +54,12 @@ class SharedScheduler {
   int max_batch_size() const;
   size_t channels() const;
   size_t queue_depth() const;
+  // Identity by voice on the worker: encoder calls so far, the utterances they embedded (from
+  // every channel: one call serves all the channels of a batch that wait for a voice at once),
+  // and the most partials in one call.
+  uint64_t voice_calls() const;
+  uint64_t voice_utterances() const;
+  int max_voice_batch() const;
 
  private:
   friend class SharedSegmenterChannel;
@@ -90,8 +96,24 @@ class SharedScheduler {
 
   void add(const std::shared_ptr<Channel>& channel);
   void remove(const std::shared_ptr<Channel>& channel);
+  // One forward call's windows of one channel, in order: the job and its log-probabilities.
+  struct ChannelWindows {
+    Channel* channel = nullptr;
+    std::vector<std::pair<const WindowJob*, const float*>> windows;
+  };
+  struct VoiceRound {
+    std::vector<std::string> failures;  // per ChannelWindows ("": stitched)
+    int calls = 0, utterances = 0, max_partials = 0;
+  };
+  // Partials per voice encoder call: more than the shared batches of a few dozen channels need
+  // at once, few enough that the CPU encoder's scratch (1 024 gate values per frame) stays small.
+  static constexpr int kVoiceBatch = 64;
+
   void loop();
   void run_batch(std::unique_lock<std::mutex>& lock);
+  // Stitches each channel's windows into its timeline. Timelines that wait for a voice embedding
+  // wait together: each round embeds what all of them ask for in one encoder call.
+  VoiceRound stitch(const std::vector<ChannelWindows>& work, int frames);
 
   std::unique_ptr<SegmentationEngine> engine_;
   const int batch_size_;
@@ -103,6 +125,8 @@ class SharedScheduler {
   std::vector<std::shared_ptr<Channel>> channels_;
   uint64_t next_seq_ = 0, batches_ = 0;
   int last_batch_ = 0, max_batch_ = 0;
+  uint64_t voice_calls_ = 0, voice_utterances_ = 0;
+  int max_voice_batch_ = 0;
   bool stop_ = false;
   std::vector<float> audio_, logprobs_;  // the worker's
   std::thread worker_;

@@ -16,9 +16,32 @@ SpeakerTimeline::SpeakerTimeline(const StreamSettings& s,
 
 void SpeakerTimeline::add_window(int64_t start, int64_t end, const float* logprobs, int frames,
                                  const float* audio, VoiceEncoder* voice) {
+  if (identifier_ && (!audio || !voice))
+    throw std::invalid_argument("identity by voice needs each window's audio and an encoder");
+  begin_window(start, end, logprobs, frames, audio);
+  run_voice(voice);
+}
+
+void SpeakerTimeline::finish(int64_t end, VoiceEncoder* voice) {
+  if (identifier_ && !voice) throw std::invalid_argument("identity by voice needs an encoder");
+  begin_finish(end);
+  run_voice(voice);
+}
+
+void SpeakerTimeline::run_voice(VoiceEncoder* voice) {
+  while (const UtteranceRequest* r = voice_request()) {
+    std::vector<std::vector<float>> e;
+    embed_utterances(*voice, {r}, e);
+    give_voice(std::move(e[0]));
+  }
+}
+
+void SpeakerTimeline::begin_window(int64_t start, int64_t end, const float* logprobs, int frames,
+                                   const float* audio) {
+  if (voice_request())
+    throw std::logic_error("a window arrived while the last one still waits for a voice");
   if (identifier_) {
-    if (!audio || !voice)
-      throw std::invalid_argument("identity by voice needs each window's audio and an encoder");
+    if (!audio) throw std::invalid_argument("identity by voice needs each window's audio");
     identifier_->add_audio(start, audio, end - start);
   }
   activity_.resize(static_cast<size_t>(frames) * kLocalSpeakers);
@@ -28,24 +51,38 @@ void SpeakerTimeline::add_window(int64_t start, int64_t end, const float* logpro
   const int64_t latency = std::llround(settings_.latency * kSampleRate);
   const int64_t horizon = end - latency - SpeakerStitcher::frame_centre_sample(0);
   const int64_t end_frame = horizon < 0 ? 0 : horizon / 270 + 1;
-  finalize(end_frame, end, voice);
+  finalize(end_frame, end);
 }
 
-void SpeakerTimeline::finish(int64_t end, VoiceEncoder* voice) {
-  if (identifier_ && !voice) throw std::invalid_argument("identity by voice needs an encoder");
-  finalize(stitcher_.covered_end(), end, voice);
+void SpeakerTimeline::begin_finish(int64_t end) {
+  if (voice_request())
+    throw std::logic_error("the stream ended while its last window still waits for a voice");
+  finalize(stitcher_.covered_end(), end);
 }
 
-void SpeakerTimeline::finalize(int64_t end_frame, int64_t announced_sample, VoiceEncoder* voice) {
+void SpeakerTimeline::give_voice(std::vector<float> embedding) {
+  if (!identifier_) throw std::logic_error("a voice was given to a timeline without identity");
+  identifier_->give_voice(std::move(embedding));
+  advance();
+}
+
+void SpeakerTimeline::finalize(int64_t end_frame, int64_t announced_sample) {
   final_.clear();
+  next_final_ = 0;
   stitcher_.finalize_before(end_frame, final_);
-  const size_t first = changes_.size();
-  for (auto& f : final_) {
-    if (identifier_) identifier_->relabel(f, stitcher_, *voice, tracker_);
-    tracker_.push(f, speakers(), announced_sample, changes_);
+  announced_ = announced_sample;
+  first_new_change_ = changes_.size();
+  advance();
+}
+
+void SpeakerTimeline::advance() {
+  for (; next_final_ < final_.size(); ++next_final_) {
+    FrameActivity& f = final_[next_final_];
+    if (identifier_ && !identifier_->relabel(f, stitcher_, tracker_)) return;
+    tracker_.push(f, speakers(), announced_, changes_);
   }
   if (identifier_)
-    for (size_t i = first; i < changes_.size(); ++i)
+    for (size_t i = first_new_change_; i < changes_.size(); ++i)
       changes_[i].voice_score = identifier_->score(changes_[i].speaker_id);
 }
 
@@ -60,6 +97,9 @@ void SpeakerTimeline::reset() {
   if (identifier_) identifier_->reset();
   tracker_.reset();
   changes_.clear();
+  final_.clear();
+  next_final_ = 0;
+  first_new_change_ = 0;
 }
 
 }  // namespace speakerseg

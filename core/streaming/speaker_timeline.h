@@ -32,6 +32,18 @@ class SpeakerTimeline {
   // End of stream (or of a stretch of it, before a reset): every covered frame becomes final.
   void finish(int64_t end, VoiceEncoder* voice = nullptr);
 
+  // The same two in steps, for hosts that embed the voices of many streams together: they stop
+  // at the first final frame that waits for a voice embedding. While voice_request() is not null,
+  // embed it (embed_utterances()) and hand the embedding to give_voice(), which carries on and
+  // may stop again; the window or the finish is done when voice_request() is null.
+  void begin_window(int64_t start, int64_t end, const float* logprobs, int frames,
+                    const float* audio = nullptr);
+  void begin_finish(int64_t end);
+  const UtteranceRequest* voice_request() const {
+    return identifier_ ? identifier_->voice_request() : nullptr;
+  }
+  void give_voice(std::vector<float> embedding);
+
   std::vector<SpeakerChange> take_changes();
   // Every speaker name given so far (stitcher labels, or voices with identity by voice).
   const std::vector<std::string>& speakers() const {
@@ -42,7 +54,12 @@ class SpeakerTimeline {
   void reset();
 
  private:
-  void finalize(int64_t end_frame, int64_t announced_sample, VoiceEncoder* voice);
+  // Makes every frame before `end_frame` final, then advance()s through them.
+  void finalize(int64_t end_frame, int64_t announced_sample);
+  // Relabels and tracks the final frames not done yet, up to the first that waits for a voice.
+  void advance();
+  // Embeds whatever voice_request() asks for with `voice` until the frames are done.
+  void run_voice(VoiceEncoder* voice);
 
   StreamSettings settings_;
   SpeakerStitcher stitcher_;
@@ -50,6 +67,9 @@ class SpeakerTimeline {
   std::unique_ptr<SpeakerIdentifier> identifier_;  // with identity by voice
   std::vector<float> activity_;
   std::vector<FrameActivity> final_;
+  size_t next_final_ = 0;        // final_[next_final_...] are still to relabel and track
+  int64_t announced_ = 0;        // the stream position their changes are announced at
+  size_t first_new_change_ = 0;  // changes_ from here on came from final_
   std::vector<SpeakerChange> changes_;
 };
 

@@ -19,7 +19,9 @@
 #include "identity/utterance_embedding.h"
 #include "identity/voiceprints.h"
 #include "io/audio_file.h"
+#include "model/model_spec.h"
 #include "streaming/speaker_change_detector.h"
+#include "streaming/speaker_timeline.h"
 
 namespace speakerseg {
 namespace {
@@ -72,6 +74,53 @@ const SpeakerChange* first_after(const std::vector<SpeakerChange>& changes, doub
   for (const auto& c : changes)
     if (c.sample / double(kSampleRate) >= t && !c.speaker.empty()) return &c;
   return nullptr;
+}
+
+// The timeline in steps (as the shared scheduler drives it): while it waits for a voice it takes
+// no window, no end of stream and no embedding of the wrong size, and loses nothing by refusing.
+TEST(SpeakerIdentity, TimelineWaitingForAVoiceRefusesWhatWouldLoseItsPlace) {
+  Fixture fx;
+  StreamSettings s;
+  s.identity.enabled = true;
+  SpeakerTimeline steps(s), whole(s);
+  const int frames = frames_for_samples(kWindowSamples);
+  std::vector<float> logprobs(static_cast<size_t>(frames) * kClasses);
+  std::vector<SpeakerChange> got;
+  EXPECT_THROW(steps.give_voice(std::vector<float>(kEmbeddingDim)), std::logic_error);
+  bool refused = false;
+  int64_t start = 0;
+  for (; start + kWindowSamples <= static_cast<int64_t>(fx.audio.size()); start += kSampleRate) {
+    const float* audio = &fx.audio[static_cast<size_t>(start)];
+    fx.engine->forward(audio, 1, kWindowSamples, logprobs.data());
+    whole.add_window(start, start + kWindowSamples, logprobs.data(), frames, audio, fx.voice.get());
+    steps.begin_window(start, start + kWindowSamples, logprobs.data(), frames, audio);
+    while (const UtteranceRequest* r = steps.voice_request()) {
+      if (!refused) {
+        EXPECT_THROW(steps.begin_window(start + kSampleRate, start + kSampleRate + kWindowSamples,
+                                        logprobs.data(), frames, audio),
+                     std::logic_error);
+        EXPECT_THROW(steps.begin_finish(start + kWindowSamples), std::logic_error);
+        EXPECT_THROW(steps.give_voice(std::vector<float>(3)), std::invalid_argument);
+        ASSERT_EQ(steps.voice_request(), r) << "a refused call ended the wait";
+        refused = true;
+      }
+      std::vector<std::vector<float>> e;
+      embed_utterances(*fx.voice, {r}, e);
+      steps.give_voice(std::move(e[0]));
+    }
+  }
+  ASSERT_TRUE(refused) << "no window waited for a voice";
+  steps.finish(start + kWindowSamples - kSampleRate, fx.voice.get());
+  whole.finish(start + kWindowSamples - kSampleRate, fx.voice.get());
+  const auto a = steps.take_changes(), b = whole.take_changes();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].sample, b[i].sample) << "change " << i;
+    EXPECT_EQ(a[i].speaker, b[i].speaker) << "change " << i;
+    EXPECT_EQ(a[i].voice_score, b[i].voice_score) << "change " << i;
+  }
+  SpeakerTimeline plain{StreamSettings{}};
+  EXPECT_THROW(plain.give_voice(std::vector<float>(kEmbeddingDim)), std::logic_error);
 }
 
 TEST(SpeakerIdentity, AloneItChangesNothing) {

@@ -498,5 +498,62 @@ TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
   }
 }
 
+// The voices of a batch's channels go through the encoder together: two channels fed window by
+// window in lockstep (one thread, batches of 2 that fill only with one window of each) ask for
+// the same embeddings at the same frames, so every encoder call on the worker serves both, and
+// each channel still gives what its stream gives alone.
+TEST(SharedSegmenter, VoicesOfOneBatchAreEmbeddedInOneCall) {
+  auto audio = reference_recording();
+  audio.resize(std::min<size_t>(audio.size(), 20 * kSampleRate));
+  StreamSettings s;
+  s.identity.enabled = true;
+  auto voice = [] {
+    return make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
+                                  {1});
+  };
+  auto engine = cpu_engine();
+  auto alone_voice = voice();
+  SpeakerChangeDetector d(*engine, s, 1, alone_voice.get());
+  d.push(audio.data(), audio.size());
+  d.finish();
+  const auto want = d.take_changes();
+  ASSERT_FALSE(want.empty());
+
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 2, voice());
+  std::vector<std::unique_ptr<SharedSegmenterChannel>> channels;
+  std::vector<WindowBuffer> buffers;
+  for (int i = 0; i < 2; ++i) {
+    channels.push_back(std::make_unique<SharedSegmenterChannel>(
+        scheduler, s, SharedChannelOptions{4, false, kForever}));
+    buffers.emplace_back(kWindowSamples, step_samples(s));
+  }
+  std::vector<std::vector<SpeakerChange>> got(2);
+  auto feed = [&](int i, const float* samples, size_t n) {
+    buffers[i].push(samples, n, [&](int64_t start, const float* w) {
+      channels[i]->submit(WindowJob::from_window(start, w));
+    });
+  };
+  for (size_t at = 0; at < audio.size(); at += 320)
+    for (int i = 0; i < 2; ++i) feed(i, &audio[at], std::min<size_t>(320, audio.size() - at));
+  for (int i = 0; i < 2; ++i)
+    buffers[i].flush_tail([&](int64_t start, const float* w) {
+      channels[i]->submit(WindowJob::from_window(start, w));
+    });
+  for (int i = 0; i < 2; ++i) channels[i]->drain();
+  // Counted before finish(), which embeds on this thread, one channel at a time.
+  const uint64_t calls = scheduler->voice_calls(), utterances = scheduler->voice_utterances();
+  std::printf("[ voice    ] worker: %llu utterances in %llu encoder calls, at most %d partials\n",
+              static_cast<unsigned long long>(utterances), static_cast<unsigned long long>(calls),
+              scheduler->max_voice_batch());
+  EXPECT_GT(utterances, 0u);
+  EXPECT_EQ(2 * calls, utterances);
+  for (int i = 0; i < 2; ++i) {
+    channels[i]->finish(buffers[i].total());
+    append(got[i], channels[i]->take_changes());
+    EXPECT_TRUE(channels[i]->error().empty()) << channels[i]->error();
+    expect_same(got[i], want, "channel " + std::to_string(i));
+  }
+}
+
 }  // namespace
 }  // namespace speakerseg
