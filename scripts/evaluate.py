@@ -18,10 +18,11 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
 Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)). Besides
 the 30 s recordings, the *-concat sets join them into recordings where the same people come back
 after other meetings or silence (AMI speaker names are global, so the joined annotation says who
-returns): train-concat to tune on, development-concat to report.
+returns): train-concat and train-concat-more to tune on, development-concat to report.
 
   .venv/bin/python3 scripts/evaluate.py [--sets train development sample train-concat
-                                         development-concat] [--latency 1 2 5 offline]
+                                         train-concat-more development-concat newcomer]
+                                        [--latency 1 2 5 offline]
                                         [--reidentify off on] [--voice-threshold X]
                                         [--step 1] [--min-speech S] [--min-silence S] [--onset X]
 """
@@ -51,6 +52,15 @@ CONCATS = {
         "trn00+trn04+trn01+sil+trn03": ["trn00", "trn04", "trn01", "silence:12", "trn03"],
         "trn07+trn06+trn08": ["trn07", "trn06", "trn08"],
         "trn02+trn09+trn01": ["trn02", "trn09", "trn01"],
+    },
+    # Four more joins of the train recordings, to tune on more than three: FEE083 back after
+    # others; MEE067 and MÉO069 back after four others; all four of trn07 back after silence;
+    # FEO066 back after others.
+    "train-concat-more": {
+        "trn06+trn04+trn09": ["trn06", "trn04", "trn09"],
+        "trn03+trn05+trn00": ["trn03", "trn05", "trn00"],
+        "trn08+sil+trn07": ["trn08", "silence:12", "trn07"],
+        "trn01+trn06+trn02": ["trn01", "trn06", "trn02"],
     },
     "development-concat": {
         "dev00+trn05+dev01": ["dev00", "trn05", "dev01"],
@@ -117,7 +127,7 @@ def run_changes(args, wav, latency, reidentify, tmp):
     if reidentify == "on":
         cmd += ["--reidentify"]
         for opt in ("voice_threshold", "keep_threshold", "split_threshold", "evidence_seconds",
-                    "decision_seconds", "clean_others", "max_speakers"):
+                    "decision_seconds", "clean_others", "young_merge_margin", "max_speakers"):
             if getattr(args, opt) is not None:
                 cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -177,7 +187,7 @@ def main():
     ap.add_argument("--reidentify", nargs="+", default=["off"], choices=["off", "on"],
                     help="identity by voice off and/or on (each a row)")
     for opt in ("voice-threshold", "keep-threshold", "split-threshold", "evidence-seconds",
-                "decision-seconds", "clean-others"):
+                "decision-seconds", "clean-others", "young-merge-margin"):
         ap.add_argument("--" + opt, dest=opt.replace("-", "_"), type=float)
     ap.add_argument("--max-speakers", dest="max_speakers", type=int)
     ap.add_argument("--step", type=float, default=1.0)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engines/cpu/cpu_voice_encoder.h"
+#include "engines/cuda/cuda_engine.h"  // LstmAlgorithm; no CUDA header
 #include "features/mel_spectrogram.h"
 #include "identity/speaker_identifier.h"
 #include "identity/utterance_embedding.h"
@@ -23,7 +24,6 @@
 #include "io/npy.h"
 #include "model/model_location.h"
 #include "scheduling/async_segmenter.h"
-#include "engines/cuda/cuda_engine.h"  // LstmAlgorithm; no CUDA header
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_voice_encoder.h"
 #endif
@@ -57,7 +57,8 @@ const char kUsage[] =
     "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
     "      --offline: final at the end, with all the right context there is).\n"
     "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
-    "      gets their label back; enrolled speakers by name), with a \"voice\" match score.\n"
+    "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
+    "      --voice-threshold: the match cosine (default: 0.7 at --latency 2 or less, else 0.75).\n"
     "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
     "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
     "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
@@ -428,6 +429,7 @@ int cmd_changes(const Args& a) {
   id.evidence_seconds = a.number("evidence-seconds", id.evidence_seconds);
   id.decision_seconds = a.number("decision-seconds", id.decision_seconds);
   id.clean_others = a.number("clean-others", id.clean_others);
+  id.young_merge_margin = a.number("young-merge-margin", id.young_merge_margin);
   id.max_speakers = a.flag("max-speakers") ? positive(a, "max-speakers", 1) : 0;
   validate_settings(settings, a.flag("offline"));
   if (!id.enabled && (a.flag("voiceprints") || a.flag("voice-model") || a.flag("max-speakers")))

@@ -26,6 +26,7 @@ SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
       onset_(settings.onset),
       enrolled_(std::move(enrolled)),
       voices_(static_cast<size_t>(std::max(1, settings.identity.capacity))) {
+  settings_.match_threshold = voice_threshold(settings);
   reset();
 }
 
@@ -228,6 +229,18 @@ void SpeakerIdentifier::weigh(Label& l, int label, int64_t frame, const std::vec
     }
   }
   const bool trusted = v->weight >= settings_.trusted_seconds;
+  if (!trusted && !v->enrolled && settings_.young_merge_margin >= 0) {
+    // A young voice (a first decision or a split on a few seconds of speech) that this evidence
+    // gives to a known voice, as a decision on it would, and clearly better than to its own: the
+    // known voice all along, from now on, silently (as a provisional voice is merged).
+    const Match m = voices_.nearest(e, allowed);
+    if (m.id >= 0 && m.score >= settings_.match_threshold &&
+        m.score >= s + static_cast<float>(settings_.young_merge_margin)) {
+      merge(current, m, tracker);
+      voices_.learn(m.id, e, seconds, now);
+      return;
+    }
+  }
   if (trusted && s < settings_.match_threshold && s >= settings_.split_threshold) {
     // Evidence a stranger could have given: it trains nothing. A known voice it matches clearly
     // better takes the label; evidence that twice running agrees with itself more than with the

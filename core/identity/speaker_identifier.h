@@ -13,9 +13,11 @@
 //   label gets a provisional new voice; the overlap continuity then stands until evidence comes.
 // - Every evidence_seconds of a label's clean speech is embedded: close to its voice
 //   (keep_threshold) it trains the voiceprint; a provisional voice that turns out to match a known
-//   one is merged into it (the turn tracker renames it, without announcing a change); evidence
-//   far from the voice (split_threshold) means someone else now speaks under the label, which
-//   then takes the nearest known voice or a new one, and the tracker announces the change.
+//   one is merged into it (the turn tracker renames it, without announcing a change), and so is
+//   a young voice (less than trusted_seconds of speech: a first decision or a split on a few
+//   seconds) whose evidence matches a known voice better than its own by young_merge_margin;
+//   evidence far from the voice (split_threshold) means someone else now speaks under the
+//   label, which then takes the nearest known voice or a new one, and the tracker announces it.
 // - A voiceprint with trusted_seconds of speech behind it learns only from evidence that matches
 //   it (match_threshold): people of one room score 0.6-0.75 against each other, so evidence in
 //   that band could be a newcomer the stitcher carried across a turn. It is kept as a candidate;

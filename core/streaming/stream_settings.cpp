@@ -13,6 +13,11 @@ void check_range(const SettingRange& range, double value) {
   throw std::invalid_argument(msg.str());
 }
 
+double voice_threshold(const StreamSettings& s) {
+  if (s.identity.match_threshold > 0) return s.identity.match_threshold;
+  return s.latency <= 2.0 ? kShortLatencyVoiceThreshold : kVoiceThreshold;
+}
+
 void validate_settings(const StreamSettings& s, bool offline) {
   check_range(kStepRange, s.step);
   if (!offline) check_range(kLatencyRange, s.latency);

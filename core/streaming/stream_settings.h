@@ -24,7 +24,8 @@ inline constexpr SettingRange kMaxSpeakersRange{"max-speakers", 0, 1000, ""};
 // the shared meeting recordings) and were tuned on the train recordings (docs/identity.md).
 struct IdentitySettings {
   bool enabled = false;
-  double match_threshold = 0.75;  // a voice at least this close to a known one is that person
+  // A voice at least this close to a known one is that person; 0: by latency (voice_threshold()).
+  double match_threshold = 0;
   double keep_threshold = 0.6;    // a label's new evidence this close trains its voiceprint
   double split_threshold = 0.45;  // below this, someone else now speaks under the label
   // A voiceprint on this much clean speech is trusted: only evidence that matches it
@@ -33,6 +34,9 @@ struct IdentitySettings {
   // to the voiceprint by candidate_margin (and matches the candidate) splits the label.
   double trusted_seconds = 6.0;
   double candidate_margin = 0.15;
+  // A voice not yet trusted whose evidence matches a known voice (match_threshold) better than
+  // its own by this much is merged into it (negative: never).
+  double young_merge_margin = 0.15;
   double clean_others = 0.5;      // a frame is clean for a speaker when nobody else is above this
   double evidence_seconds = 3.0;  // clean speech per evidence embedding
   double decision_seconds = 3.0;  // most clean speech a first decision embeds
@@ -51,6 +55,12 @@ struct StreamSettings {
   double switch_margin = 1.0;
   IdentitySettings identity;
 };
+
+// The match threshold a stream uses: match_threshold where set, else by latency, as tuned on the
+// train recordings (docs/identity.md): at latency 2 s or less a decision embeds less speech, and
+// 0.70 told people apart best there; with more, 0.70 merged people that 0.75 keeps apart.
+constexpr double kShortLatencyVoiceThreshold = 0.70, kVoiceThreshold = 0.75;
+double voice_threshold(const StreamSettings& settings);
 
 // Throws std::invalid_argument naming the first setting outside its range (and the range).
 // `offline`: the latency is the whole stream, not a user's value, and is not checked.

@@ -11,6 +11,7 @@
 #include "model/powerset.h"
 #include "scheduling/async_segmenter.h"
 #include "streaming/speaker_stitcher.h"
+#include "streaming/stream_settings.h"
 #include "streaming/turn_tracker.h"
 #include "streaming/window_buffer.h"
 
@@ -212,6 +213,23 @@ TEST(TurnTracker, SmoothsShortPausesAndKeepsTheTurnThroughOverlap) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[2].speaker, "");
   EXPECT_EQ(out[2].sample, SpeakerStitcher::frame_centre_sample(285));
+}
+
+// The voice threshold left at 0 follows the latency as tuned (docs/identity.md); a set one stands.
+TEST(StreamSettings, VoiceThresholdByLatencyUnlessSet) {
+  StreamSettings s;
+  EXPECT_EQ(s.identity.match_threshold, 0.0);
+  EXPECT_EQ(voice_threshold(s), kShortLatencyVoiceThreshold);  // the default latency, 2 s
+  s.latency = 2.5;
+  EXPECT_EQ(voice_threshold(s), kVoiceThreshold);
+  s.latency = 1e9;  // offline
+  EXPECT_EQ(voice_threshold(s), kVoiceThreshold);
+  s.latency = 1;
+  s.identity.match_threshold = 0.8;
+  EXPECT_EQ(voice_threshold(s), 0.8);
+  EXPECT_NO_THROW(validate_settings(s));
+  s.identity.match_threshold = 1.5;
+  EXPECT_THROW(validate_settings(s), std::invalid_argument);
 }
 
 }  // namespace
