@@ -350,9 +350,17 @@ void SharedSegmenterChannel::finish(int64_t end) {
   // Nothing of this channel is queued or running, and the worker takes no new window while we
   // hold the lock: the timeline is ours.
   auto& c = *channel_;
-  {
+  // A failed channel's timeline may have stopped anywhere (even waiting for a voice): it has
+  // nothing more to give, and error() says why.
+  if (!c.error.empty()) return;
+  try {
     std::lock_guard<std::mutex> voice_lock(scheduler_->voice_mutex_);
     c.timeline.finish(end, scheduler_->voice_.get());
+  } catch (const std::exception& e) {
+    // The host is GStreamer's streaming thread, among others: the failure goes where the other
+    // failures go, not up through its callbacks.
+    c.error = e.what();
+    return;
   }
   for (auto& change : c.timeline.take_changes()) c.ready.push_back(std::move(change));
 }

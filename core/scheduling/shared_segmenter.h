@@ -156,7 +156,8 @@ class SharedSegmenterChannel final : public WindowSegmenter {
   std::vector<SpeakerChange> take_changes() override;
   // Waits until every window submitted on this channel has been run.
   void drain() override;
-  // drain(), then finalises every frame up to stream position `end` (end of stream).
+  // drain(), then finalises every frame up to stream position `end` (end of stream). A failure
+  // (the voice encoder's, say) becomes error(), as a failed window's does; nothing is thrown.
   void finish(int64_t end) override;
   // Forgets this channel's queued windows, its timeline and unread changes; results of its windows
   // in the batch in flight are discarded when they arrive.

@@ -105,6 +105,29 @@ void expect_same(const std::vector<SpeakerChange>& got, const std::vector<Speake
 // A max_batch_wait no test outlasts: batches form only when full or when a host waits.
 constexpr double kForever = 3600;
 
+std::unique_ptr<VoiceEncoder> cpu_voice() {
+  return make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
+                                {1});
+}
+
+// Identity by voice on the first 20 s of the recording (two speakers and their decisions, at half
+// the cost under ThreadSanitizer), and the changes its stream gives alone.
+struct VoiceCase {
+  std::vector<float> audio = reference_recording();
+  StreamSettings settings;
+  std::vector<SpeakerChange> alone;
+  VoiceCase() {
+    audio.resize(std::min<size_t>(audio.size(), 20 * kSampleRate));
+    settings.identity.enabled = true;
+    auto engine = cpu_engine();
+    auto voice = cpu_voice();
+    SpeakerChangeDetector d(*engine, settings, 1, voice.get());
+    d.push(audio.data(), audio.size());
+    d.finish();
+    alone = d.take_changes();
+  }
+};
+
 TEST(SharedSegmenter, ThreeChannelsGiveWhatEachGivesAlone) {
   const auto audio = reference_recording();
   StreamSettings s;
@@ -468,23 +491,12 @@ TEST(SharedSegmenter, PerStreamWorkerGivesWhatTheStreamGivesAlone) {
 // and on hosts finishing theirs (never both at once). Two channels with it, side by side, give
 // what one gives alone.
 TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
-  // The first 20 s: two speakers and their decisions, at half the cost under ThreadSanitizer.
-  auto audio = reference_recording();
-  audio.resize(std::min<size_t>(audio.size(), 20 * kSampleRate));
-  StreamSettings s;
-  s.identity.enabled = true;
-  auto voice = [] {
-    return make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
-                                  {1});
-  };
-  auto engine = cpu_engine();
-  auto alone_voice = voice();
-  SpeakerChangeDetector d(*engine, s, 1, alone_voice.get());
-  d.push(audio.data(), audio.size());
-  d.finish();
-  const auto want = d.take_changes();
+  const VoiceCase v;
+  const auto& audio = v.audio;
+  const auto& s = v.settings;
+  const auto& want = v.alone;
   ASSERT_FALSE(want.empty());
-  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, voice());
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, cpu_voice());
   std::vector<std::vector<SpeakerChange>> got;
   std::vector<std::thread> threads;
   stream_side_by_side(scheduler, audio, s, 2, &threads, &got);
@@ -503,23 +515,12 @@ TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
 // the same embeddings at the same frames, so every encoder call on the worker serves both, and
 // each channel still gives what its stream gives alone.
 TEST(SharedSegmenter, VoicesOfOneBatchAreEmbeddedInOneCall) {
-  auto audio = reference_recording();
-  audio.resize(std::min<size_t>(audio.size(), 20 * kSampleRate));
-  StreamSettings s;
-  s.identity.enabled = true;
-  auto voice = [] {
-    return make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")),
-                                  {1});
-  };
-  auto engine = cpu_engine();
-  auto alone_voice = voice();
-  SpeakerChangeDetector d(*engine, s, 1, alone_voice.get());
-  d.push(audio.data(), audio.size());
-  d.finish();
-  const auto want = d.take_changes();
+  const VoiceCase v;
+  const auto& audio = v.audio;
+  const auto& s = v.settings;
+  const auto& want = v.alone;
   ASSERT_FALSE(want.empty());
-
-  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 2, voice());
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 2, cpu_voice());
   std::vector<std::unique_ptr<SharedSegmenterChannel>> channels;
   std::vector<WindowBuffer> buffers;
   for (int i = 0; i < 2; ++i) {
@@ -553,6 +554,40 @@ TEST(SharedSegmenter, VoicesOfOneBatchAreEmbeddedInOneCall) {
     EXPECT_TRUE(channels[i]->error().empty()) << channels[i]->error();
     expect_same(got[i], want, "channel " + std::to_string(i));
   }
+}
+
+// A voice encoder that fails from its `fail_from`-th call on.
+class FailingVoice : public VoiceEncoder {
+ public:
+  FailingVoice(std::unique_ptr<VoiceEncoder> inner, int fail_from)
+      : inner_(std::move(inner)), fail_from_(fail_from) {}
+  std::string description() const override { return "failing " + inner_->description(); }
+  void embed(const float* mel, int batch, int frames, float* embeddings) override {
+    if (++calls_ >= fail_from_) throw EngineError("injected voice failure");
+    inner_->embed(mel, batch, frames, embeddings);
+  }
+
+ private:
+  std::unique_ptr<VoiceEncoder> inner_;
+  int fail_from_, calls_ = 0;
+};
+
+// A voice encoder failure on the worker fails the channel that waited for it, whose host then
+// finishes without an exception (it may be GStreamer's streaming thread); a channel of the same
+// scheduler without identity goes on as if nothing happened.
+TEST(SharedSegmenter, VoiceErrorFailsTheWaitingChannelAndFinishDoesNotThrow) {
+  const VoiceCase v;
+  auto scheduler = std::make_shared<SharedScheduler>(
+      cpu_engine(), 2, std::make_unique<FailingVoice>(cpu_voice(), 1));
+  SharedSegmenterChannel with_voice(scheduler, v.settings, SharedChannelOptions{4, false, 0});
+  std::vector<SpeakerChange> got;
+  EXPECT_NO_THROW(got = stream(with_voice, v.audio, v.settings));
+  EXPECT_NE(with_voice.error().find("injected voice failure"), std::string::npos)
+      << with_voice.error();
+  StreamSettings plain;
+  SharedSegmenterChannel without(scheduler, plain, SharedChannelOptions{4, false, 0});
+  expect_same(stream(without, v.audio, plain), alone(v.audio, plain), "the channel without voice");
+  EXPECT_TRUE(without.error().empty()) << without.error();
 }
 
 }  // namespace
