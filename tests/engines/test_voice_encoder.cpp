@@ -13,6 +13,7 @@
 
 #include "common/temp_dir.h"
 #include "common/test_env.h"
+#include "common/voice_reference.h"
 #include "engines/cpu/cpu_voice_encoder.h"
 #include "features/mel_spectrogram.h"
 #include "identity/utterance_embedding.h"
@@ -25,20 +26,6 @@ namespace {
 std::string voice_model_path() {
   return test::env_path("SPEAKERSEG_VOICE_MODEL");
 }
-std::string reference(const std::string& name) {
-  return test::env_path("SPEAKERSEG_VOICE_REFERENCE_DIR") + "/" + name;
-}
-
-// The cases the reference generator wrote (shared recordings, or synthesised speech without them).
-std::vector<std::string> cases() {
-  std::ifstream manifest(reference("manifest.txt"));
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(manifest, line))
-    if (line.rfind("case ", 0) == 0) out.push_back(line.substr(5, line.find(' ', 5) - 5));
-  EXPECT_FALSE(out.empty()) << "no cases in " << reference("manifest.txt");
-  return out;
-}
 
 std::unique_ptr<VoiceEncoder> encoder(int threads = 0) {
   CpuEngineOptions options;
@@ -48,9 +35,9 @@ std::unique_ptr<VoiceEncoder> encoder(int threads = 0) {
 
 TEST(MelSpectrogram, MatchesLibrosa) {
   const MelSpectrogram mel;
-  for (const std::string& c : cases()) {
-    const NpyArray audio = read_npy(reference(c + ".audio.npy"));
-    const NpyArray want = read_npy(reference(c + ".mel.npy"));
+  for (const std::string& c : test::voice_cases()) {
+    const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
+    const NpyArray want = read_npy(test::voice_reference(c + ".mel.npy"));
     const auto n = static_cast<int64_t>(audio.data.size());
     ASSERT_EQ(want.shape, (std::vector<int64_t>{MelSpectrogram::frames_for(n), kMelBands})) << c;
     const std::vector<float> got = mel.compute(audio.data.data(), n);
@@ -72,9 +59,9 @@ TEST(MelSpectrogram, MatchesLibrosa) {
 TEST(VoiceEncoder, PartialsMatchTheOriginalWeights) {
   auto e = encoder();
   const MelSpectrogram mel;
-  for (const std::string& c : cases()) {
-    const NpyArray audio = read_npy(reference(c + ".audio.npy"));
-    const NpyArray want = read_npy(reference(c + ".partials.npy"));
+  for (const std::string& c : test::voice_cases()) {
+    const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
+    const NpyArray want = read_npy(test::voice_reference(c + ".partials.npy"));
     const std::vector<float> got = embed_partials(
         *e, mel, audio.data.data(), static_cast<int64_t>(audio.data.size()), kPartialStep);
     ASSERT_EQ(got.size(), want.data.size()) << c;
@@ -88,8 +75,8 @@ TEST(VoiceEncoder, PartialsMatchTheOriginalWeights) {
 }
 
 TEST(VoiceEncoder, ThreadsAndBatchingDoNotChangeTheAnswer) {
-  const std::string c = cases().front();
-  const NpyArray audio = read_npy(reference(c + ".audio.npy"));
+  const std::string c = test::voice_cases().front();
+  const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
   const auto n = static_cast<int64_t>(audio.data.size());
   const MelSpectrogram mel;
   auto one = encoder(1), two = encoder(2);
@@ -109,8 +96,8 @@ TEST(VoiceEncoder, ThreadsAndBatchingDoNotChangeTheAnswer) {
 }
 
 TEST(UtteranceEmbedding, IsAUnitVectorIndependentOfQuietGain) {
-  const std::string c = cases().back();
-  const NpyArray audio = read_npy(reference(c + ".audio.npy"));
+  const std::string c = test::voice_cases().back();
+  const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
   const auto n = static_cast<int64_t>(audio.data.size());
   auto e = encoder();
   const MelSpectrogram mel;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/test_env.h"
+#include "common/voice_reference.h"
 #include "engines/cpu/cpu_voice_encoder.h"
 #include "engines/cuda/cuda_voice_encoder.h"
 #include "features/mel_spectrogram.h"
@@ -37,17 +38,6 @@ constexpr float kLeastCosine = 0.9999f;
 std::shared_ptr<const VoiceModel> model() {
   static const auto m = VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL"));
   return m;
-}
-std::string reference(const std::string& name) {
-  return test::env_path("SPEAKERSEG_VOICE_REFERENCE_DIR") + "/" + name;
-}
-std::vector<std::string> cases() {
-  std::ifstream manifest(reference("manifest.txt"));
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(manifest, line))
-    if (line.rfind("case ", 0) == 0) out.push_back(line.substr(5, line.find(' ', 5) - 5));
-  return out;
 }
 
 float cosine(const float* a, const float* b) {
@@ -82,7 +72,7 @@ CudaVoiceEncoderOptions options_for(LstmAlgorithm algorithm, bool graphs, int ma
 
 // The mel frames of every partial of a reference case, one after the other.
 std::vector<float> partials_of(const std::string& c, int* count) {
-  const NpyArray audio = read_npy(reference(c + ".audio.npy"));
+  const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
   const auto n = static_cast<int64_t>(audio.data.size());
   const MelSpectrogram mel;
   const std::vector<float> spectrum = mel.compute(audio.data.data(), n);
@@ -104,9 +94,9 @@ TEST_P(CudaVoiceParity, PartialsMatchTheOriginalWeightsOnEveryPass) {
   auto encoder = make_cuda_voice_encoder(model(), options_for(algorithm, graphs, 32, &warnings));
   std::printf("[ cuda voice ] %s\n", encoder->description().c_str());
   const MelSpectrogram mel;
-  for (const std::string& c : cases()) {
-    const NpyArray audio = read_npy(reference(c + ".audio.npy"));
-    const NpyArray want = read_npy(reference(c + ".partials.npy"));
+  for (const std::string& c : test::voice_cases()) {
+    const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
+    const NpyArray want = read_npy(test::voice_reference(c + ".partials.npy"));
     std::vector<float> first;
     for (int pass = 0; pass < 3; ++pass) {
       const std::vector<float> got = embed_partials(
@@ -154,7 +144,7 @@ TEST(CudaVoiceEncoder, EveryBatchSizeAndLargerThanMaxBatch) {
   SKIP_WITHOUT_GPU();
   int count = 0;
   std::vector<float> partials;
-  for (const std::string& c : cases()) {
+  for (const std::string& c : test::voice_cases()) {
     int n = 0;
     const std::vector<float> p = partials_of(c, &n);
     partials.insert(partials.end(), p.begin(), p.end());
