@@ -144,8 +144,9 @@
  * a forward gap shorter than 1 s is filled with silence; a longer gap or a jump backwards ends the
  * stretch (its remaining changes are sent, as at EOS) and starts a new time line, with new speaker
  * labels, from that buffer. Buffers flagged %GST_BUFFER_FLAG_GAP count as silence. A GAP event
- * shorter than 5 s is filled with silence; a longer one ends the stretch like a discontinuity (a
- * GAP event without duration is forwarded and otherwise ignored). FLUSH_STOP forgets everything
+ * shorter than 5 s is filled with silence; a longer one ends the stretch like a discontinuity, and
+ * the next stretch begins where it ends, even for a buffer without a timestamp (a GAP event
+ * without duration is forwarded and otherwise ignored). FLUSH_STOP forgets everything
  * that was pending. A caps change between F32LE and S16LE continues the same time line.
  *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
@@ -314,6 +315,12 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
         GST_INFO_OBJECT(self, "gap of %" GST_TIME_FORMAT ": ending the stretch",
                         GST_TIME_ARGS(duration));
         ret = end_stretch(self);
+        // The next stretch begins where the gap ends, also for a buffer without a timestamp
+        // (which would otherwise be anchored at the segment start, before the gap).
+        if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(timestamp)) {
+          self->stream->base = static_cast<GstClockTimeDiff>(timestamp + duration);
+          self->stream->have_base = true;
+        }
       }
       if (ret != GST_FLOW_OK) {
         gst_event_unref(event);
