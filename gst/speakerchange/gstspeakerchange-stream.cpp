@@ -199,7 +199,7 @@ void forget_stretch(Stream* s) {
   s->next_stats = GST_CLOCK_TIME_NONE;
 }
 
-GstFlowReturn end_stretch(GstSpeakerChange* self) {
+GstFlowReturn end_stretch(GstSpeakerChange* self, GstClockTime next_start) {
   Stream* s = self->stream;
   GstFlowReturn ret = GST_FLOW_OK;
   if (s->segmenter && s->windows->total() > 0) {
@@ -208,6 +208,10 @@ GstFlowReturn end_stretch(GstSpeakerChange* self) {
     ret = emit_ready(self);
   }
   forget_stretch(s);
+  if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(next_start)) {
+    s->base = static_cast<GstClockTimeDiff>(next_start);
+    s->have_base = true;
+  }
   return ret;
 }
 

@@ -58,8 +58,10 @@ struct Stream {
 GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n);
 
 // Ends the current stretch: runs the last partial window, makes every frame final, sends what is
-// left; then starts afresh (EOS, discontinuity, long gap).
-GstFlowReturn end_stretch(GstSpeakerChange* self);
+// left; then starts afresh (EOS, discontinuity, long gap). `next_start`, where known (a long
+// GAP's end), anchors the next stretch, also for a first buffer without a timestamp; otherwise
+// the next buffer's PTS, or the segment start, does.
+GstFlowReturn end_stretch(GstSpeakerChange* self, GstClockTime next_start = GST_CLOCK_TIME_NONE);
 
 // Forgets the current stretch without announcing anything (flush).
 void forget_stretch(Stream* s);

@@ -314,13 +314,9 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
       } else {
         GST_INFO_OBJECT(self, "gap of %" GST_TIME_FORMAT ": ending the stretch",
                         GST_TIME_ARGS(duration));
-        ret = end_stretch(self);
-        // The next stretch begins where the gap ends, also for a buffer without a timestamp
-        // (which would otherwise be anchored at the segment start, before the gap).
-        if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(timestamp)) {
-          self->stream->base = static_cast<GstClockTimeDiff>(timestamp + duration);
-          self->stream->have_base = true;
-        }
+        // The next stretch begins where the gap ends (not at the segment start, before it).
+        ret = end_stretch(
+            self, GST_CLOCK_TIME_IS_VALID(timestamp) ? timestamp + duration : GST_CLOCK_TIME_NONE);
       }
       if (ret != GST_FLOW_OK) {
         gst_event_unref(event);
