@@ -13,7 +13,11 @@ With --voice, the GE2E voice encoder the same way: 160-frame mel partials (every
 recording's mel, repeated to fill a batch; librosa's mel for ONNX Runtime, ours for
 `speakerseg bench-voice`, equal to 1e-5), partials per second at each batch size.
 
+With --precision fp32 bf16 (the default where the CPU has AVX512_BF16), ours also at precision
+bf16 (the LSTM products in bf16, an exploration: docs/performance.md), side by side in the same run.
+
   .venv/bin/python3 scripts/bench_vs_onnxruntime.py [--threads 1 2] [--batch 1 32] [--seconds 5]
+                                                    [--precision fp32 [bf16]]
                                                     [--voice [--voice-batch 1 8 32]]
 """
 import argparse
@@ -67,8 +71,11 @@ def voice_partials(path, batch):
 def bench_voice(a):
     print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
     print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
-    print("| threads | batch | ONNX Runtime partials/s | ours partials/s | ours / ORT | ours: ms of CPU per s of speech |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    header = "| threads | batch | ONNX Runtime partials/s |"
+    for p in a.precision:
+        header += f" ours {p} partials/s | ours {p} / ORT | ours {p}: ms of CPU per s of speech |"
+    print(header)
+    print("|---:|---:|---:|" + "---:|---:|---:|" * len(a.precision))
     for threads in a.threads:
         for batch in a.voice_batch:
             so = ort.SessionOptions()
@@ -84,15 +91,22 @@ def bench_voice(a):
                 s.run(None, feed)
                 times.append(time.perf_counter() - t)
             ort_ps = batch / float(np.median(times))
-            out = subprocess.run(
-                [a.speakerseg, "bench-voice", "--voice-model", a.voice_model, "--input", a.input,
-                 "--threads", str(threads), "--batch", str(batch), "--seconds", str(a.seconds)],
-                check=True, capture_output=True, text=True).stdout
-            ours = json.loads(out)["partials_per_s"]
-            # The stream embeds each stretch of clean speech once, as partials every 0.8 s.
-            cpu_ms = threads * 1000 / (ours * 0.8)
-            print(f"| {threads} | {batch} | {ort_ps:.1f} | {ours:.1f} | {ours / ort_ps:.2f} | {cpu_ms:.0f} |",
-                  flush=True)
+            row = f"| {threads} | {batch} | {ort_ps:.1f} |"
+            for precision in a.precision:
+                out = subprocess.run(
+                    [a.speakerseg, "bench-voice", "--engine", "cpu", "--voice-model", a.voice_model,
+                     "--input", a.input, "--threads", str(threads), "--batch", str(batch),
+                     "--seconds", str(a.seconds), "--precision", precision],
+                    check=True, capture_output=True, text=True).stdout
+                ours = json.loads(out)["partials_per_s"]
+                # The stream embeds each stretch of clean speech once, as partials every 0.8 s.
+                cpu_ms = threads * 1000 / (ours * 0.8)
+                row += f" {ours:.1f} | {ours / ort_ps:.2f} | {cpu_ms:.0f} |"
+            print(row, flush=True)
+
+
+def has_bf16():
+    return any(line.startswith("flags") and " avx512_bf16" in line for line in open("/proc/cpuinfo"))
 
 
 def cpu_name():
@@ -110,6 +124,8 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--precision", nargs="+", choices=["fp32", "bf16"],
+                    default=["fp32", "bf16"] if has_bf16() else ["fp32"])
     ap.add_argument("--voice", action="store_true", help="the voice encoder instead of segmentation")
     ap.add_argument("--voice-model", default=str(ROOT / "models" / "voice-encoder-ge2e.onnx"))
     ap.add_argument("--voice-batch", type=int, nargs="+", default=[1, 8, 32])
@@ -119,28 +135,35 @@ def main():
 
     print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
     print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
-    print("| threads | batch | ONNX Runtime windows/s | ours windows/s | ours / ORT |")
-    print("|---:|---:|---:|---:|---:|")
+    header = "| threads | batch | ONNX Runtime windows/s |"
+    for p in a.precision:
+        header += f" ours {p} windows/s | ours {p} / ORT |"
+    print(header)
+    print("|---:|---:|---:|" + "---:|---:|" * len(a.precision))
     stages = {}
     for threads in a.threads:
         for batch in a.batch:
             x = windows(a.input, batch)
             ort_s, _ = bench_ort(a.model, x, threads, a.seconds)
-            out = subprocess.run(
-                [a.speakerseg, "bench", "--model", a.model, "--input", a.input, "--threads", str(threads),
-                 "--batch", str(batch), "--seconds", str(a.seconds), "--profile", "--json"],
-                check=True, capture_output=True, text=True).stdout
-            ours = json.loads(out)
-            ort_wps, our_wps = batch / ort_s, ours["windows_per_s"]
-            stages[(threads, batch)] = ours["stages_ms_per_window"]
-            print(f"| {threads} | {batch} | {ort_wps:.1f} | {our_wps:.1f} | {our_wps / ort_wps:.2f} |", flush=True)
+            ort_wps = batch / ort_s
+            row = f"| {threads} | {batch} | {ort_wps:.1f} |"
+            for precision in a.precision:
+                out = subprocess.run(
+                    [a.speakerseg, "bench", "--engine", "cpu", "--model", a.model, "--input", a.input,
+                     "--threads", str(threads), "--batch", str(batch), "--seconds", str(a.seconds),
+                     "--precision", precision, "--profile", "--json"],
+                    check=True, capture_output=True, text=True).stdout
+                ours = json.loads(out)
+                stages[(precision, threads, batch)] = ours["stages_ms_per_window"]
+                row += f" {ours['windows_per_s']:.1f} | {ours['windows_per_s'] / ort_wps:.2f} |"
+            print(row, flush=True)
 
     names = list(next(iter(stages.values())).keys())
     print("\nOur time per stage, ms per window:\n")
-    print("| threads | batch | " + " | ".join(names) + " |")
-    print("|---:|---:|" + "---:|" * len(names))
-    for (threads, batch), st in stages.items():
-        print(f"| {threads} | {batch} | " + " | ".join(f"{st[n]:.2f}" for n in names) + " |")
+    print("| precision | threads | batch | " + " | ".join(names) + " |")
+    print("|---|---:|---:|" + "---:|" * len(names))
+    for (precision, threads, batch), st in stages.items():
+        print(f"| {precision} | {threads} | {batch} | " + " | ".join(f"{st[n]:.2f}" for n in names) + " |")
     distance_to_the_limit(a, stages)
 
 
@@ -161,22 +184,28 @@ def distance_to_the_limit(a, stages):
     peak = json.loads(subprocess.run([str(peak_exe), "--json"], check=True, capture_output=True,
                                      text=True).stdout)
     fma = peak.get("fma_avx512_gflops", peak["fma_avx2_gflops"])
-    print(f"\nCeilings of one core ({peak_exe.name} --json, {peak['isa']}): FMA {fma:.1f} GFLOP/s; "
-          f"reads {peak['read_16KiB_GBps']:.0f} GB/s from L1 (16 KiB), {peak['read_256KiB_GBps']:.0f} "
+    bf16_dot = peak.get("dot_bf16_gflops")
+    print(f"\nCeilings of one core ({peak_exe.name} --json, {peak['isa']}): FMA {fma:.1f} GFLOP/s"
+          + (f", bf16 dot products (vdpbf16ps) {bf16_dot:.1f} GFLOP/s" if bf16_dot else "") +
+          f"; reads {peak['read_16KiB_GBps']:.0f} GB/s from L1 (16 KiB), {peak['read_256KiB_GBps']:.0f} "
           f"(256 KiB), {peak['read_512KiB_GBps']:.0f} (512 KiB), {peak['read_1024KiB_GBps']:.0f} "
           f"(1 MiB), {peak['read_65536KiB_GBps']:.0f} from memory (64 MiB).\n")
-    print("| threads | batch | stage | GFLOP/s | of FMA peak | weights GB/s (batch 1) | of L2 read peak |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
-    for (threads, batch), st in stages.items():
+    print("At precision bf16 the LSTM stages are held to the bf16 dot-product peak and stream half the "
+          "bytes.\n")
+    print("| precision | threads | batch | stage | GFLOP/s | of peak | weights GB/s (batch 1) | of L2 read peak |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    for (precision, threads, batch), st in stages.items():
         for name, macs in STAGE_MACS.items():
             if name not in st or st[name] <= 0:
                 continue
+            lstm_bf16 = precision == "bf16" and name.startswith("lstm")
+            ceiling = bf16_dot if lstm_bf16 and bf16_dot else fma
             gflops = 2 * macs / (st[name] * 1e-3) / 1e9
-            row = f"| {threads} | {batch} | {name} | {gflops:.1f} | {gflops / (fma * threads):.0%} |"
+            row = f"| {precision} | {threads} | {batch} | {name} | {gflops:.1f} | {gflops / (ceiling * threads):.0%} |"
             if name == "lstm-recurrence" and batch == 1:
                 # One thread steps both directions (512 KiB of weights), two one each (256 KiB).
                 l2 = peak["read_512KiB_GBps"] if threads == 1 else peak["read_256KiB_GBps"] * threads
-                gbps = RECURRENT_BYTES / (st[name] * 1e-3) / 1e9
+                gbps = RECURRENT_BYTES / (2 if lstm_bf16 else 1) / (st[name] * 1e-3) / 1e9
                 row += f" {gbps:.1f} | {gbps / l2:.0%} |"
             else:
                 row += " | |"

@@ -1,5 +1,6 @@
 // What one core of this machine can do at most, for docs/performance.md's "distance to the limit":
-// fused multiply-adds from registers only (no memory traffic: the arithmetic ceiling), and vector
+// fused multiply-adds from registers only (no memory traffic: the arithmetic ceiling; and bf16 dot
+// products where the CPU has AVX512_BF16), and vector
 // reads of a buffer that stays in L1, in L2 (the LSTM's recurrent matrices: 256 KB per direction
 // of segmentation-3.0, 1 MB per GE2E layer) or in memory. One thread, the best instruction set
 // the CPU runs and AVX2 beside it.
@@ -51,6 +52,27 @@ __attribute__((target("avx512f"), noinline)) float fma_avx512(long iterations) {
 #pragma GCC unroll 24
     for (int i = 0; i < 24; ++i) {
       acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+      __asm__ volatile("" : "+v"(acc[i]));
+    }
+  __m512 sum = acc[0];
+#pragma GCC unroll 24
+  for (int i = 1; i < 24; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, sum);
+  return out[0];
+}
+
+// vdpbf16ps: 32 bf16 multiply-adds into 16 fp32 sums per instruction (precision bf16's products).
+__attribute__((target("avx512f,avx512bf16"), noinline)) float dot_bf16(long iterations) {
+  __m512 acc[24];
+#pragma GCC unroll 24
+  for (int i = 0; i < 24; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(1e-7f));
+  for (long n = 0; n < iterations; ++n)
+#pragma GCC unroll 24
+    for (int i = 0; i < 24; ++i) {
+      acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
       __asm__ volatile("" : "+v"(acc[i]));
     }
   __m512 sum = acc[0];
@@ -141,6 +163,9 @@ int main(int argc, char** argv) {
     out.emplace_back("fma_avx512_gflops", best_rate(seconds, 1 << 16, fma_avx512, [](long n) {
                        return 2.0 * 16 * 24 * n / 1e9;
                      }));
+  if (avx512 && __builtin_cpu_supports("avx512bf16"))
+    out.emplace_back("dot_bf16_gflops", best_rate(seconds, 1 << 16, dot_bf16,
+                                                  [](long n) { return 2.0 * 32 * 24 * n / 1e9; }));
   for (size_t kib : {16, 256, 512, 1024, 65536}) {
     const size_t floats = kib * 1024 / sizeof(float);
     float* buffer = static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float)));

@@ -88,6 +88,9 @@ const char kUsage[] =
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
+    "    --precision fp32|bf16    the CPU engines' LSTM recurrence products: fp32 (default) or\n"
+    "                             bf16 (CPUs with AVX512_BF16; an exploration, "
+    "docs/performance.md)\n"
     "    --verbose                say which engine auto chose, and why\n"
     "\n"
     "  --model defaults to $SPEAKERCHANGE_MODEL, else the build tree's model where it exists,\n"
@@ -160,6 +163,7 @@ struct EngineChoice {
   bool cuda_graphs = true;
   bool tf32 = false;
   int threads = 0;  // CPU engines; 0: every core
+  CpuPrecision precision = CpuPrecision::kFp32;
 };
 
 EngineChoice choose_engine(const Args& a) {
@@ -171,6 +175,8 @@ EngineChoice choose_engine(const Args& a) {
   const bool verbose = a.flag("verbose") && !said;
   EngineChoice c;
   c.threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
+  if (a.flag("precision") && !parse_cpu_precision(a.get("precision"), &c.precision))
+    throw std::invalid_argument("--precision takes fp32 or bf16, got '" + a.get("precision") + "'");
 #ifdef SPEAKERSEG_HAVE_CUDA
   if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &c.lstm_algorithm))
     throw std::invalid_argument(
@@ -205,6 +211,8 @@ EngineChoice choose_engine(const Args& a) {
     std::fprintf(stderr,
                  "speakerseg: --device, --lstm-algorithm, --no-cuda-graphs and --tf32 only apply "
                  "to the CUDA engine: ignored\n");
+  if (c.cuda && a.flag("precision") && !said)
+    std::fprintf(stderr, "speakerseg: --precision only applies to the CPU engines: ignored\n");
   said = true;
   return c;
 }
@@ -226,7 +234,7 @@ std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
   }
 #endif
   (void)max_batch;  // the CPU engine takes any batch
-  return make_cpu_engine(std::move(model), {c.threads});
+  return make_cpu_engine(std::move(model), {c.threads, c.precision});
 }
 
 int cmd_info(const Args& a) {
@@ -291,9 +299,7 @@ std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
     return make_cuda_voice_encoder(std::move(model), options);
   }
 #endif
-  CpuEngineOptions options;
-  options.threads = c.threads;
-  return make_cpu_voice_encoder(std::move(model), options);
+  return make_cpu_voice_encoder(std::move(model), {c.threads, c.precision});
 }
 
 std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {

@@ -76,9 +76,21 @@ cpu::LstmRecurrenceJob job_for(const cpu::PackedLstmWeights& w, Sequences& s, in
   return job;
 }
 
-// h(t) of sequence b, direction d, in double with libm's exp and tanh.
-std::vector<double> reference(const Direction& w, const Sequences& s, int b, int d) {
+// x rounded to the nearest bf16 (ties to even), as the bf16 kernel rounds weights and h(t-1).
+double bf16(double x) {
+  float f = static_cast<float>(x);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// h(t) of sequence b, direction d, in double with libm's exp and tanh; with `rounded`, the
+// products take bf16 weights and a bf16 h(t-1), as the bf16 kernel's do.
+std::vector<double> reference(const Direction& w, const Sequences& s, int b, int d, bool rounded) {
   const int H = w.hidden;
+  auto r = [&](size_t i) { return rounded ? bf16(w.r[i]) : static_cast<double>(w.r[i]); };
   std::vector<double> h(H, 0.0), c(H, 0.0), out(static_cast<size_t>(s.steps) * H);
   auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
   for (int step = 0; step < s.steps; ++step) {
@@ -90,7 +102,7 @@ std::vector<double> reference(const Direction& w, const Sequences& s, int b, int
       for (int q = 0; q < 4; ++q) {
         double sum = static_cast<double>(pre[q * H + j]) + w.bias[q * H + j];
         for (int k = 0; k < H; ++k)
-          sum += static_cast<double>(w.r[(static_cast<size_t>(q) * H + j) * H + k]) * h[k];
+          sum += r((static_cast<size_t>(q) * H + j) * H + k) * (rounded ? bf16(h[k]) : h[k]);
         g[q] = sum;
       }
       c[j] = sigmoid(g[2]) * c[j] + sigmoid(g[0]) * std::tanh(g[3]);
@@ -102,10 +114,10 @@ std::vector<double> reference(const Direction& w, const Sequences& s, int b, int
   return out;
 }
 
-double worst_error(const Direction& w, const Sequences& s, int d) {
+double worst_error(const Direction& w, const Sequences& s, int d, bool rounded) {
   double worst = 0;
   for (int b = 0; b < s.count; ++b) {
-    const std::vector<double> want = reference(w, s, b, d);
+    const std::vector<double> want = reference(w, s, b, d, rounded);
     for (int t = 0; t < s.steps; ++t)
       for (int j = 0; j < w.hidden; ++j) {
         const float got = s.out[b * s.hidden_sequence() + t * s.hidden_step() + d * w.hidden + j];
@@ -132,9 +144,20 @@ class LstmRecurrence : public ::testing::TestWithParam<LstmIsa> {
     cpu::LstmRecurrenceJob jobs[2] = {job_for(packed[0], s, 0), job_for(packed[1], s, 1)};
     jobs[1].cell = cell1.data();
     cpu::run_lstm_recurrence(jobs, 2, s.steps);
-    for (int d = 0; d < 2; ++d)
-      EXPECT_LT(worst_error(w[d], s, d), tolerance)
-          << what << ", " << s.count << " sequences, direction " << d;
+    // bf16: against the reference that rounds as the kernel does. The reference rounds h(t-1)
+    // from double, the kernel from float, so a value next to a rounding edge can land one bf16
+    // step (2^-9 of it) apart, and the difference then carries on: up to ~5e-4 seen.
+    const bool bf16 = GetParam() == LstmIsa::kAvx512Bf16;
+    if (bf16) tolerance = std::max(tolerance, 2e-3);
+    for (int d = 0; d < 2; ++d) {
+      const double error = worst_error(w[d], s, d, bf16);
+      EXPECT_LT(error, tolerance) << what << ", " << s.count << " sequences, direction " << d;
+      if (bf16)
+        std::printf(
+            "[ bf16     ] %s, %d sequences, direction %d: %.2g from the rounded "
+            "reference, %.2g from the fp32 one\n",
+            what.c_str(), s.count, d, error, worst_error(w[d], s, d, false));
+    }
   }
 };
 
@@ -150,6 +173,11 @@ TEST_P(LstmRecurrence, MatchesAPlainLstmOnRandomWeights) {
 }
 
 TEST_P(LstmRecurrence, MatchesAPlainLstmOnTheRealNetworks) {
+  // Fed random gate inputs, the trained layers amplify a difference of one bf16 step in h(t-1)
+  // (the reference rounds from double, the kernel from float) to 0.1 within 40 steps: no
+  // reference rounding can follow that. bf16 on the real networks is measured end to end
+  // instead (EngineBf16 in engine_parity, VoiceEncoder.Bf16PartialsStayNearTheOriginalWeights).
+  if (GetParam() == LstmIsa::kAvx512Bf16) GTEST_SKIP() << "bf16: checked end to end instead";
   const auto seg = SegmentationModel::load_onnx(test::env_path("SPEAKERSEG_MODEL"));
   for (int layer : {0, 3}) {
     Direction w[2];
@@ -211,9 +239,13 @@ TEST_P(LstmRecurrence, RefusesAHiddenSizeItsLanesDoNotDivide) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryInstructionSet, LstmRecurrence,
-                         ::testing::Values(LstmIsa::kAvx512, LstmIsa::kAvx2, LstmIsa::kScalar),
+                         ::testing::Values(LstmIsa::kAvx512, LstmIsa::kAvx2, LstmIsa::kScalar,
+                                           LstmIsa::kAvx512Bf16),
                          [](const auto& info) {
-                           return std::string(cpu::lstm_isa_name(info.param));
+                           std::string name = cpu::lstm_isa_name(info.param);
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
                          });
 
 TEST(LstmIsa, TheChosenSetRunsOnThisCpu) {

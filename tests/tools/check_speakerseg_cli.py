@@ -47,7 +47,12 @@ with tempfile.TemporaryDirectory() as tmp:
         (["changes", "--input", recording, "--latency", "100"], "latency must be from 0 to 60 s"),
         (["changes", "--input", recording, "--reidentify", "--max-speakers", "0"],
          "--max-speakers must be a positive integer"),
-    ):
+        (["logits", "--input", recording, "--output", str(out), "--engine", "cpu", "--precision", "fp16"],
+         "--precision takes fp32 or bf16"),
+    ) + ((  # where the CPU cannot, bf16 is refused with the reason, not run wrong
+        (["logits", "--model", model, "--input", recording, "--output", str(out), "--engine", "cpu",
+          "--precision", "bf16"], "precision bf16 needs a CPU with AVX-512 and AVX512_BF16"),
+    ) if not any(l.startswith("flags") and " avx512_bf16" in l for l in open("/proc/cpuinfo")) else ()):
         r = subprocess.run([exe, *args], capture_output=True, text=True)
         if r.returncode == 0 or expect not in r.stderr:
             failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r} lacks {expect!r}")

@@ -75,11 +75,16 @@ class CpuEngine final : public SegmentationEngine {
       for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
     }
     recurrent_weights_.reserve(2 * kLstmLayers);
-    for (int l = 0; l < kLstmLayers; ++l)
+    input_weights_.reserve(kLstmLayers);
+    for (int l = 0; l < kLstmLayers; ++l) {
+      input_weights_.emplace_back(model_->lstm[l].w.data(), 2 * kLstmGates,
+                                  model_->lstm[l].input_size, options.precision);
       for (int d = 0; d < 2; ++d)
         recurrent_weights_.emplace_back(
             model_->lstm[l].r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden,
-            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden, cpu::lstm_isa());
+            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden,
+            cpu::recurrence_kernel(options.precision));
+    }
   }
 
   std::string description() const override {
@@ -240,9 +245,8 @@ class CpuEngine final : public SegmentationEngine {
       timed(kLstmInput, [&] {
         parallel_for(blocks.count, threads_, [&](int c, int) {
           const int r0 = blocks.begin(c), n = blocks.size(c);
-          gemm(true, n, 2 * kLstmGates, w.input_size, in + static_cast<size_t>(r0) * w.input_size,
-               w.input_size, w.w.data(), w.input_size, 0.f,
-               &gates_[static_cast<size_t>(r0) * 2 * kLstmGates], 2 * kLstmGates);
+          input_weights_[l].apply(n, in + static_cast<size_t>(r0) * w.input_size,
+                                  &gates_[static_cast<size_t>(r0) * 2 * kLstmGates]);
         });
       });
       // Recurrence: one job per direction and group of sequences, spread over the threads; a
@@ -300,6 +304,7 @@ class CpuEngine final : public SegmentationEngine {
   std::shared_ptr<const SegmentationModel> model_;
   const int threads_;
   std::vector<float> sinc_even_, sinc_odd_;
+  std::vector<cpu::InputProjection> input_weights_;        // [layer], both directions
   std::vector<cpu::PackedLstmWeights> recurrent_weights_;  // [layer][direction]
 
   int batch_ = 0, samples_ = 0;
@@ -312,6 +317,30 @@ class CpuEngine final : public SegmentationEngine {
 };
 
 }  // namespace
+
+bool parse_cpu_precision(const std::string& name, CpuPrecision* out) {
+  if (name == "fp32")
+    *out = CpuPrecision::kFp32;
+  else if (name == "bf16")
+    *out = CpuPrecision::kBf16;
+  else
+    return false;
+  return true;
+}
+
+namespace cpu {
+
+LstmIsa recurrence_kernel(CpuPrecision precision) {
+  if (precision == CpuPrecision::kFp32) return lstm_isa();
+  if (!lstm_isa_supported(LstmIsa::kAvx512Bf16))
+    throw EngineError(
+        "precision bf16 needs a CPU with AVX-512 and AVX512_BF16 (vdpbf16ps: Intel Cooper Lake "
+        "or Sapphire Rapids and later, AMD Zen 4 and later); this one has neither or only "
+        "AVX-512F: use precision fp32");
+  return LstmIsa::kAvx512Bf16;
+}
+
+}  // namespace cpu
 
 std::unique_ptr<SegmentationEngine> make_cpu_engine(std::shared_ptr<const SegmentationModel> model,
                                                     const CpuEngineOptions& options) {

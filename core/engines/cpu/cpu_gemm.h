@@ -5,8 +5,12 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <optional>
 #include <string>
 
+#include "engines/cpu/bf16_gemm.h"
+#include "engines/cpu/cpu_engine.h"  // CpuPrecision
+#include "engines/cpu/lstm_recurrence.h"
 #include "engines/segmentation_engine.h"  // EngineError
 
 namespace speakerseg::cpu {
@@ -35,6 +39,31 @@ class ScopedOmpThreads {
  private:
   int caller_;
 };
+
+// An LSTM layer's input projection C[m][n] = A[m][k] * W^T (W [n][k], rows of A k apart, of C n
+// apart): oneDNN's sgemm on the model's weights, or at precision bf16 the bf16 product on a copy
+// packed at load.
+class InputProjection {
+ public:
+  InputProjection(const float* w, int n, int k, CpuPrecision precision) : w_(w), n_(n), k_(k) {
+    if (precision == CpuPrecision::kBf16) bf16_.emplace(w, n, k);
+  }
+  void apply(int m, const float* a, float* c) const {
+    if (bf16_)
+      bf16_gemm(m, a, k_, *bf16_, c, n_);
+    else
+      gemm(true, m, n_, k_, a, k_, w_, k_, 0.f, c, n_);
+  }
+
+ private:
+  const float* w_;  // the model's, which outlives the engine
+  int n_, k_;
+  std::optional<Bf16Matrix> bf16_;
+};
+
+// The recurrence kernel a CPU engine runs at `precision`: the best fp32 one, or the bf16 one where
+// this CPU has it (an EngineError saying so where it does not).
+LstmIsa recurrence_kernel(CpuPrecision precision);
 
 // "cpu (oneDNN sgemm, avx2 LSTM, 2 threads)": what both CPU engines say they are.
 inline std::string engine_description(int threads, const char* lstm_kernel) {

@@ -25,9 +25,12 @@ class CpuVoiceEncoder final : public VoiceEncoder {
       : model_(std::move(model)),
         threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
     recurrent_weights_.reserve(kVoiceLayers);
-    for (const VoiceLstmLayer& layer : model_->lstm)
+    input_weights_.reserve(kVoiceLayers);
+    for (const VoiceLstmLayer& layer : model_->lstm) {
+      input_weights_.emplace_back(layer.w.data(), kVoiceGates, layer.input_size, options.precision);
       recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden,
-                                      cpu::lstm_isa());
+                                      cpu::recurrence_kernel(options.precision));
+    }
   }
 
   std::string description() const override {
@@ -54,8 +57,7 @@ class CpuVoiceEncoder final : public VoiceEncoder {
       parallel_for(chunks, threads_, [&](int c, int) {
         const size_t r0 = static_cast<size_t>(c) * kRowBlock;
         const int n = static_cast<int>(std::min<size_t>(kRowBlock, rows - r0));
-        gemm(true, n, kVoiceGates, w.input_size, in + r0 * w.input_size, w.input_size, w.w.data(),
-             w.input_size, 0.f, &gates_[r0 * kVoiceGates], kVoiceGates);
+        input_weights_[l].apply(n, in + r0 * w.input_size, &gates_[r0 * kVoiceGates]);
       });
       // Partials are independent sequences: one group per thread, each stepping through time.
       const int groups = std::max(1, std::min(batch, threads_));
@@ -105,6 +107,7 @@ class CpuVoiceEncoder final : public VoiceEncoder {
   const int threads_;
   std::vector<float> gates_, cell_, last_;
   std::vector<cpu::LstmRecurrenceJob> jobs_;
+  std::vector<cpu::InputProjection> input_weights_;        // per layer
   std::vector<cpu::PackedLstmWeights> recurrent_weights_;  // per layer
   std::vector<float> hidden_[2];
 };

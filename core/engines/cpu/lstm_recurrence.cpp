@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engines/cpu/bf16.h"
 #include "engines/cpu/lstm_recurrence_isa.h"
 
 namespace speakerseg::cpu {
@@ -13,6 +14,7 @@ namespace {
 int width_of(LstmIsa isa) {
   switch (isa) {
     case LstmIsa::kAvx512:
+    case LstmIsa::kAvx512Bf16:
       return isa::kAvx512Width;
     case LstmIsa::kAvx2:
       return isa::kAvx2Width;
@@ -44,6 +46,8 @@ bool lstm_isa_supported(LstmIsa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case LstmIsa::kAvx512:
       return __builtin_cpu_supports("avx512f");
+    case LstmIsa::kAvx512Bf16:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 #else
     default:
       return false;
@@ -56,6 +60,8 @@ const char* lstm_isa_name(LstmIsa isa) {
   switch (isa) {
     case LstmIsa::kAvx512:
       return "avx512";
+    case LstmIsa::kAvx512Bf16:
+      return "avx512-bf16";
     case LstmIsa::kAvx2:
       return "avx2";
     case LstmIsa::kScalar:
@@ -80,16 +86,36 @@ PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, 
     throw std::invalid_argument("LSTM hidden size " + std::to_string(hidden) +
                                 " is not a multiple of the kernel's " + std::to_string(width) +
                                 " lanes");
-  const size_t H = hidden, W = width, floats = 4 * H * H;
-  storage_.assign(floats + 16, 0.f);
+  const bool bf16 = isa == LstmIsa::kAvx512Bf16;
+  if (bf16 && (hidden % 32 != 0 || hidden > isa::kBf16MaxHidden))
+    throw std::invalid_argument(
+        "the bf16 LSTM kernel takes hidden sizes that are multiples of 32 "
+        "up to " +
+        std::to_string(isa::kBf16MaxHidden) + ", not " + std::to_string(hidden));
+  const size_t H = hidden, W = width, elements = 4 * H * H;
+  storage_.assign((bf16 ? elements / 2 : elements) + 16, 0.f);
   const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
-  packed_ = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
+  float* aligned = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
+  packed_ = aligned;
+  auto weight = [&](size_t block, size_t k, size_t g, size_t lane) {
+    return recurrent[(g * H + block * W + lane) * H + k];
+  };
+  if (!bf16) {
+    for (size_t block = 0; block < H / W; ++block)
+      for (size_t k = 0; k < H; ++k)
+        for (size_t g = 0; g < 4; ++g)
+          for (size_t lane = 0; lane < W; ++lane)
+            aligned[((block * H + k) * 4 + g) * W + lane] = weight(block, k, g, lane);
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(packed_);
   for (size_t block = 0; block < H / W; ++block)
-    for (size_t k = 0; k < H; ++k)
+    for (size_t pair = 0; pair < H / 2; ++pair)
       for (size_t g = 0; g < 4; ++g)
         for (size_t lane = 0; lane < W; ++lane)
-          packed_[((block * H + k) * 4 + g) * W + lane] =
-              recurrent[(g * H + block * W + lane) * H + k];
+          for (size_t e = 0; e < 2; ++e)
+            out[(((block * H / 2 + pair) * 4 + g) * W + lane) * 2 + e] =
+                to_bf16(weight(block, 2 * pair + e, g, lane));
 }
 
 void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
@@ -116,6 +142,8 @@ void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
       return isa::run_avx512(tasks, count, steps, first.hidden());
     case LstmIsa::kAvx2:
       return isa::run_avx2(tasks, count, steps, first.hidden());
+    case LstmIsa::kAvx512Bf16:
+      return isa::run_avx512_bf16(tasks, count, steps, first.hidden());
 #endif
     default:
       return isa::run_scalar(tasks, count, steps, first.hidden());

@@ -15,10 +15,11 @@
 
 namespace speakerseg::cpu {
 
-// Instruction sets the kernel is built for, best first.
-enum class LstmIsa { kAvx512, kAvx2, kScalar };
+// Instruction sets the kernel is built for, best first. kAvx512Bf16 is not a better set but a
+// lower precision (products in bf16, see lstm_recurrence_avx512_bf16.cpp): only on request.
+enum class LstmIsa { kAvx512, kAvx2, kScalar, kAvx512Bf16 };
 
-// The best set this CPU runs, or the one SPEAKERSEG_CPU_ISA names (avx512, avx2, scalar: to
+// The best fp32 set this CPU runs, or the one SPEAKERSEG_CPU_ISA names (avx512, avx2, scalar: to
 // compare them, or to step down past a faulty one) when this CPU runs it.
 LstmIsa lstm_isa();
 bool lstm_isa_supported(LstmIsa isa);
@@ -26,21 +27,21 @@ const char* lstm_isa_name(LstmIsa isa);
 
 // One direction's recurrent weights R [4H][H] (ONNX gate order i, o, f, c) and bias [4H], laid out
 // for one instruction set: per block of W hidden units (W = the vector width), for each input k,
-// the W rows of each gate: [H/W][H][4][W].
+// the W rows of each gate: [H/W][H][4][W]; in bf16, for each pair of inputs: [H/W][H/2][4][W][2].
 class PackedLstmWeights {
  public:
   PackedLstmWeights(const float* recurrent, const float* bias, int hidden, LstmIsa isa);
 
   int hidden() const { return hidden_; }
   LstmIsa isa() const { return isa_; }
-  const float* data() const { return packed_; }
+  const void* data() const { return packed_; }
   const float* bias() const { return bias_.data(); }
 
  private:
   int hidden_;
   LstmIsa isa_;
   std::vector<float> storage_;  // packed_ is storage_ aligned to 64 bytes
-  float* packed_ = nullptr;
+  void* packed_ = nullptr;
   std::vector<float> bias_;
 };
 

@@ -7,7 +7,7 @@
 namespace speakerseg::cpu::isa {
 namespace {
 
-struct Avx2 {
+struct Avx2 : Fp32Product<Avx2> {
   using V = __m256;
   static constexpr int kWidth = kAvx2Width, kMaxSequences = 3, kBlocksPerPass = 2;
   static V set(float x) { return _mm256_set1_ps(x); }

@@ -1,38 +1,8 @@
 // The fused LSTM recurrence for AVX-512F (compiled with -mavx512f -mfma; run only where the CPU
 // has it): 16 lanes, 32 registers, so up to 4 sequences share each weight load.
-// GCC 12 warns inside its own AVX-512 headers that _mm512_undefined_ps() is uninitialised (GCC bug
-// 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
-#include "engines/cpu/lstm_recurrence_kernel.h"
+#include "engines/cpu/lstm_recurrence_avx512_ops.h"
 
 namespace speakerseg::cpu::isa {
-namespace {
-
-struct Avx512 {
-  using V = __m512;
-  static constexpr int kWidth = kAvx512Width, kMaxSequences = 4, kBlocksPerPass = 2;
-  static V set(float x) { return _mm512_set1_ps(x); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  // 2^n for integral n in [-126, 127], built in the exponent field.
-  static V pow2(V n) {
-    const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
-  }
-};
-
-}  // namespace
 
 void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden) {
   run_tasks<Avx512>(tasks, count, steps, hidden);

@@ -5,12 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace speakerseg::cpu::isa {
 
 struct RecurrenceTask {
-  const float* packed;  // [H/W][H][4][W]
-  const float* bias;    // [4H]
+  const void* packed;  // fp32 [H/W][H][4][W]; bf16 [H/W][H/2][4][W][2]
+  const float* bias;   // [4H]
   const float* gates;
   size_t gates_sequence, gates_step;
   float* hidden;
@@ -25,7 +26,11 @@ struct RecurrenceTask {
 void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden);
 void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden);
 void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden);
+// Products in bf16 (weights and h(t-1) rounded to bf16, sums in fp32: AVX512_BF16's vdpbf16ps);
+// hidden a multiple of 32, at most kBf16MaxHidden.
+void run_avx512_bf16(const RecurrenceTask* tasks, int count, int steps, int hidden);
 
 constexpr int kAvx512Width = 16, kAvx2Width = 8, kScalarWidth = 1;
+constexpr int kBf16MaxHidden = 512;
 
 }  // namespace speakerseg::cpu::isa

@@ -14,6 +14,21 @@
 namespace speakerseg::cpu::isa {
 namespace {
 
+// The product of the fp32 kernels: per input k and gate one vector of W weights, times h(t-1)[k]
+// broadcast. The bf16 kernel (lstm_recurrence_avx512_bf16.cpp) brings its own: pairs of inputs.
+template <class Self>
+struct Fp32Product {
+  using Weight = float;
+  using Hidden = float;
+  static constexpr int kPairs = 1;  // inputs per weight lane
+  static auto splat_hidden(const Hidden* h, int k) { return Self::set(h[k]); }
+  static auto load_weights(const Weight* w) { return Self::load(w); }
+  template <class V>
+  static V multiply_add(V w, V h, V acc) {
+    return Self::fma(w, h, acc);
+  }
+};
+
 template <class O>
 inline typename O::V exp_v(typename O::V x) {
   using V = typename O::V;
@@ -47,12 +62,12 @@ inline typename O::V tanh_v(typename O::V x) {
 
 // V consecutive blocks of W hidden units, S sequences: 4 * V * S accumulators.
 template <class O, int V, int S>
-inline void block_step(const float* packed, const float* bias, int hidden, int j0,
-                       const float* const* pre, const float* const* prev, float* const* cell,
-                       float* const* out) {
-  constexpr int W = O::kWidth;
+inline void block_step(const typename O::Weight* packed, const float* bias, int hidden, int j0,
+                       const float* const* pre, const typename O::Hidden* const* prev,
+                       float* const* cell, float* const* out) {
+  constexpr int W = O::kWidth, P = O::kPairs;
   using Vec = typename O::V;
-  const size_t block_floats = static_cast<size_t>(hidden) * 4 * W;
+  const size_t block_elements = static_cast<size_t>(hidden) * 4 * W;
   Vec acc[4][V][S];
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g)
@@ -64,18 +79,19 @@ inline void block_step(const float* packed, const float* bias, int hidden, int j
       for (int s = 0; s < S; ++s) acc[g][v][s] = O::add(O::load(pre[s] + col), b);
     }
   if (prev) {
-    const float* w = packed + static_cast<size_t>(j0 / W) * block_floats;
-    for (int k = 0; k < hidden; ++k) {
-      Vec h[S];
+    const typename O::Weight* w = packed + static_cast<size_t>(j0 / W) * block_elements;
+    for (int k = 0; k < hidden; k += P) {
+      decltype(O::splat_hidden(prev[0], 0)) h[S];
 #pragma GCC unroll 8
-      for (int s = 0; s < S; ++s) h[s] = O::set(prev[s][k]);
+      for (int s = 0; s < S; ++s) h[s] = O::splat_hidden(prev[s], k);
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v)
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
-          const Vec wv = O::load(w + v * block_floats + (static_cast<size_t>(k) * 4 + g) * W);
+          const auto wv =
+              O::load_weights(w + v * block_elements + (static_cast<size_t>(k) * 4 + g * P) * W);
 #pragma GCC unroll 8
-          for (int s = 0; s < S; ++s) acc[g][v][s] = O::fma(wv, h[s], acc[g][v][s]);
+          for (int s = 0; s < S; ++s) acc[g][v][s] = O::multiply_add(wv, h[s], acc[g][v][s]);
         }
     }
   }
@@ -111,8 +127,22 @@ inline void sequences_step(const RecurrenceTask& task, int hidden, int b0, int j
     cell[s] = task.cell + b * hidden;
     out[s] = task.hidden + b * task.hidden_sequence + static_cast<size_t>(t) * task.hidden_step;
   }
-  block_step<O, V, S>(task.packed, task.bias, hidden, j * O::kWidth, pre,
-                      prev_t < 0 ? nullptr : prev, cell, out);
+  // The bf16 kernel multiplies by h(t-1) rounded to bf16 pairs, converted once per call into the
+  // stack (hidden <= kBf16MaxHidden); the fp32 kernels read h(t-1) where it is.
+  constexpr bool kConvert = O::kPairs > 1;
+  alignas(64) typename O::Hidden pairs[kConvert ? S : 1][kConvert ? kBf16MaxHidden / 2 : 1];
+  const typename O::Hidden* hidden_in[S];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s) {
+    if constexpr (kConvert) {
+      if (prev_t >= 0) O::to_pairs(prev[s], hidden, pairs[s]);
+      hidden_in[s] = pairs[s];
+    } else {
+      hidden_in[s] = prev[s];
+    }
+  }
+  block_step<O, V, S>(static_cast<const typename O::Weight*>(task.packed), task.bias, hidden,
+                      j * O::kWidth, pre, prev_t < 0 ? nullptr : hidden_in, cell, out);
 }
 
 // One block for the S (or, at the tail, fewer) sequences from b0 on.

@@ -8,7 +8,7 @@
 namespace speakerseg::cpu::isa {
 namespace {
 
-struct Scalar {
+struct Scalar : Fp32Product<Scalar> {
   using V = float;
   static constexpr int kWidth = kScalarWidth, kMaxSequences = 4, kBlocksPerPass = 4;
   static V set(float x) { return x; }
