@@ -165,7 +165,8 @@ def run_trial(a, n, shared):
         cmd = [str(a.speakerseg), "live", "--channels", str(n), "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
                "--engine", a.engine, "--threads",
-               str(a.threads_shared if shared == "on" else a.threads_own)] + (["--own"] if shared == "off" else [])
+               str(a.threads_shared if shared == "on" else a.threads_own), "--precision", a.precision] + (
+                   ["--own"] if shared == "off" else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
@@ -217,6 +218,9 @@ def main():
     ap.add_argument("--core", action="store_true",
                     help="run the trials with `speakerseg live` (core streaming logic, no GStreamer)")
     ap.add_argument("--engine", default="cpu", help="with --core: cpu or cuda")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="with --core: the CPU engine's LSTM precision (else the element's "
+                         "precision=... property)")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")

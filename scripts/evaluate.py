@@ -24,6 +24,7 @@ returns): train-concat and train-concat-more to tune on, development-concat to r
                                          train-concat-more development-concat newcomer]
                                         [--latency 1 2 5 offline]
                                         [--reidentify off on] [--voice-threshold X]
+                                        [--precision fp32 bf16]
                                         [--step 1] [--min-speech S] [--min-silence S] [--onset X]
 """
 import argparse
@@ -116,10 +117,12 @@ def recordings(set_name, folder):
         yield DATA / f"{uri}.wav", refs[uri], uems.get(uri)
 
 
-def run_changes(args, wav, latency, reidentify, tmp):
+def run_changes(args, wav, latency, reidentify, precision, tmp):
     rttm = pathlib.Path(tmp) / (wav.stem + ".rttm")
     cmd = [str(args.speakerseg), "changes", "--model", args.model, "--input", str(wav), "--rttm", str(rttm),
            "--step", str(args.step), "--threads", str(args.threads)]
+    if precision != "fp32":
+        cmd += ["--engine", "cpu", "--precision", precision]
     cmd += ["--offline"] if latency == "offline" else ["--latency", str(latency)]
     for opt in ("min_speech", "min_silence", "onset", "match_threshold", "switch_margin"):
         if getattr(args, opt) is not None:
@@ -139,7 +142,7 @@ def run_changes(args, wav, latency, reidentify, tmp):
     return hyp, changes, cmd
 
 
-def evaluate(args, set_name, latency, reidentify):
+def evaluate(args, set_name, latency, reidentify, precision="fp32"):
     metrics = {
         "purity": SegmentationPurity(tolerance=0.5),
         "coverage": SegmentationCoverage(tolerance=0.5),
@@ -150,7 +153,7 @@ def evaluate(args, set_name, latency, reidentify):
     delays, seconds, per_recording = [], 0.0, []
     with tempfile.TemporaryDirectory() as tmp:
         for wav, ref, uem in recordings(set_name, tmp):
-            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, tmp)
+            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, precision, tmp)
             for name, m in metrics.items():
                 if name == "der":
                     d = m(ref, hyp, uem=uem, detailed=True)
@@ -197,6 +200,8 @@ def main():
     ap.add_argument("--match-threshold", dest="match_threshold", type=float)
     ap.add_argument("--switch-margin", dest="switch_margin", type=float)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                    help="the CPU engines' LSTM precision (bf16: an exploration; each a row)")
     ap.add_argument("--model", default=str(ROOT / "models" / "segmentation-3.0.onnx"))
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--json", action="store_true", help="one JSON object per row instead of a table")
@@ -206,20 +211,22 @@ def main():
             "delay mean", "delay p95"]
     if not args.json:
         print(f"# command: .venv/bin/python3 scripts/evaluate.py {' '.join(sys.argv[1:])}\n")
-        print("| set | latency | voice | " + " | ".join(cols) + " | audio |")
-        print("|---|---|---|" + "---:|" * (len(cols) + 1))
+        print("| set | latency | voice | precision | " + " | ".join(cols) + " | audio |")
+        print("|---|---|---|---|" + "---:|" * (len(cols) + 1))
     for set_name in args.sets:
         for latency in args.latency:
             for reidentify in args.reidentify:
-                row = evaluate(args, set_name, latency, reidentify)
-                if args.json:
-                    print(json.dumps(row), flush=True)
-                    continue
-                lat = "offline" if latency == "offline" else f"{float(latency):g} s"
-                cells = [f"{row[c]:.3f}" if not c.startswith("delay") else
-                         ("—" if np.isnan(row[c]) else f"{row[c]:.2f} s") for c in cols]
-                print(f"| {set_name} | {lat} | {reidentify} | " + " | ".join(cells) +
-                      f" | {row['seconds']:.0f} s |", flush=True)
+                for precision in args.precision:
+                    row = evaluate(args, set_name, latency, reidentify, precision)
+                    row["precision"] = precision
+                    if args.json:
+                        print(json.dumps(row), flush=True)
+                        continue
+                    lat = "offline" if latency == "offline" else f"{float(latency):g} s"
+                    cells = [f"{row[c]:.3f}" if not c.startswith("delay") else
+                             ("—" if np.isnan(row[c]) else f"{row[c]:.2f} s") for c in cols]
+                    print(f"| {set_name} | {lat} | {reidentify} | {precision} | " + " | ".join(cells) +
+                          f" | {row['seconds']:.0f} s |", flush=True)
 
 
 if __name__ == "__main__":

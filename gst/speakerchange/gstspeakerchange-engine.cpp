@@ -42,6 +42,15 @@ speakerseg::LstmAlgorithm lstm_algorithm(const Settings& p) {
 }
 #endif
 
+speakerseg::CpuEngineOptions cpu_options(const Settings& p) {
+  speakerseg::CpuEngineOptions options;
+  options.threads = p.threads;
+  options.precision = p.precision == GST_SPEAKER_CHANGE_PRECISION_BF16
+                          ? speakerseg::CpuPrecision::kBf16
+                          : speakerseg::CpuPrecision::kFp32;
+  return options;
+}
+
 // Loads the model and creates the engine start() asked for (use_cuda: the CUDA engine, falling
 // back to the CPU for engine=auto). Null on failure, with the error in `reports`. A `shared`
 // engine may outlive this element, so its warnings go to the debug log, not to the element.
@@ -107,9 +116,7 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
 #endif
   if (!use_cuda) {
     try {
-      speakerseg::CpuEngineOptions options;
-      options.threads = p.threads;
-      engine = speakerseg::make_cpu_engine(model, options);
+      engine = speakerseg::make_cpu_engine(model, cpu_options(p));
     } catch (const std::exception& e) {
       const std::string what = e.what();
       reports.push_back([self, what] {
@@ -218,9 +225,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
       }
     }
 #endif
-    speakerseg::CpuEngineOptions options;
-    options.threads = p.threads;
-    return speakerseg::make_cpu_voice_encoder(voice_model, options);
+    return speakerseg::make_cpu_voice_encoder(voice_model, cpu_options(p));
   };
   Reports reports;
   if (p.shared_engine) {
@@ -228,11 +233,13 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     key.model_path = p.model;
     key.kind = use_cuda ? "cuda" : "cpu";
     key.device = use_cuda ? std::to_string(p.device) : "";
-    key.options = "threads=" + std::to_string(p.threads) + ";lstm-algorithm=" +
-                  enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
-                  ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
-                  ";batch-size=" + std::to_string(engine_batch) +
-                  (p.reidentify ? ";voice-model=" + p.voice_model : "");
+    key.options =
+        "threads=" + std::to_string(p.threads) +
+        ";precision=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_PRECISION, p.precision) +
+        ";lstm-algorithm=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
+        ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
+        ";batch-size=" + std::to_string(engine_batch) +
+        (p.reidentify ? ";voice-model=" + p.voice_model : "");
     try {
       s->scheduler = speakerseg::EnginePool::instance().get(
           key, engine_batch,

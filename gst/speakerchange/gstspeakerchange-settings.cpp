@@ -17,6 +17,7 @@ enum {
   PROP_MIN_SPEECH,
   PROP_MIN_SILENCE,
   PROP_THREADS,
+  PROP_PRECISION,
   PROP_DEVICE,
   PROP_LSTM_ALGORITHM,
   PROP_CUDA_GRAPHS,
@@ -154,6 +155,22 @@ void install_properties(GObjectClass* gobject_class) {
       g_param_spec_int("threads", "Threads", "CPU engine threads (0 = all cores)", 0, 256, 0,
                        kReadyFlags));
   /**
+   * GstSpeakerChange:precision:
+   *
+   * Precision of the CPU engine's LSTM products (both networks: the recurrence and the input
+   * projections). `bf16` rounds weights and activations to bf16 and keeps the sums in fp32:
+   * about 1.5x the windows per second on one core of an AMD Zen 4, but not the same numbers
+   * (docs/performance.md measures both). It needs a CPU with AVX512_BF16; elsewhere starting
+   * fails with an error that says so. An exploration: fp32 is the default.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_PRECISION,
+      g_param_spec_enum("precision", "Precision",
+                        "CPU engine's LSTM products: fp32, or bf16 on CPUs with AVX512_BF16 "
+                        "(faster, slightly different results)",
+                        GST_TYPE_SPEAKER_CHANGE_PRECISION, GST_SPEAKER_CHANGE_PRECISION_FP32,
+                        kReadyFlags));
+  /**
    * GstSpeakerChange:device:
    *
    * Index of the GPU the CUDA engine runs on. Must stay 0 in a build without the CUDA engine.
@@ -234,10 +251,11 @@ void install_properties(GObjectClass* gobject_class) {
    * GstSpeakerChange:shared-engine:
    *
    * Share one engine and one inference worker with every other speakerchange of the process that
-   * has the same model, engine kind, device, threads, lstm-algorithm, cuda-graphs and engine batch
-   * size (batch-size, or 1 in `latency` mode). Their windows then run together in batches of up
-   * to that size, each stream keeping its own speakers and results. %FALSE gives the element its
-   * own engine and worker. The shared engine is released when the last element using it stops.
+   * has the same model, engine kind, device, threads, precision, lstm-algorithm, cuda-graphs and
+   * engine batch size (batch-size, or 1 in `latency` mode). Their windows then run together in
+   * batches of up to that size, each stream keeping its own speakers and results. %FALSE gives the
+   * element its own engine and worker. The shared engine is released when the last element using it
+   * stops.
    */
   g_object_class_install_property(
       gobject_class, PROP_SHARED_ENGINE,
@@ -351,6 +369,7 @@ void install_properties(GObjectClass* gobject_class) {
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_MODE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM,
                               static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_PRECISION, static_cast<GstPluginAPIFlags>(0));
 }
 
 bool set_property(Settings& p, guint prop_id, const GValue* value) {
@@ -383,6 +402,9 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
       break;
     case PROP_DEVICE:
       p.device = g_value_get_int(value);
+      break;
+    case PROP_PRECISION:
+      p.precision = static_cast<GstSpeakerChangePrecision>(g_value_get_enum(value));
       break;
     case PROP_LSTM_ALGORITHM:
       p.lstm_algorithm = static_cast<GstSpeakerChangeLstmAlgorithm>(g_value_get_enum(value));
@@ -464,6 +486,9 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_DEVICE:
       g_value_set_int(value, p.device);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum(value, p.precision);
       break;
     case PROP_LSTM_ALGORITHM:
       g_value_set_enum(value, p.lstm_algorithm);
@@ -561,5 +586,18 @@ GType gst_speaker_change_lstm_algorithm_get_type(void) {
   };
   if (g_once_init_enter(&id))
     g_once_init_leave(&id, g_enum_register_static("GstSpeakerChangeLstmAlgorithm", values));
+  return id;
+}
+
+GType gst_speaker_change_precision_get_type(void) {
+  static gsize id = 0;
+  static const GEnumValue values[] = {
+      {GST_SPEAKER_CHANGE_PRECISION_FP32, "Every product in fp32", "fp32"},
+      {GST_SPEAKER_CHANGE_PRECISION_BF16,
+       "LSTM products in bf16, sums in fp32 (CPUs with AVX512_BF16)", "bf16"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&id))
+    g_once_init_leave(&id, g_enum_register_static("GstSpeakerChangePrecision", values));
   return id;
 }

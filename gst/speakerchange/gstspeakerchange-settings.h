@@ -41,6 +41,7 @@ struct Settings {
   double min_speech = kDefaultMinSpeech;
   double min_silence = kDefaultMinSilence;
   int threads = 0;
+  GstSpeakerChangePrecision precision = GST_SPEAKER_CHANGE_PRECISION_FP32;
   int device = 0;
   GstSpeakerChangeLstmAlgorithm lstm_algorithm = GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO;
   bool cuda_graphs = true;

@@ -106,13 +106,13 @@
  * ## Shared engine
  *
  * With #GstSpeakerChange:shared-engine %TRUE (the default) every speakerchange of the process
- * with the same model path, engine kind (cpu or cuda), device, threads, lstm-algorithm,
- * cuda-graphs and engine batch size (#GstSpeakerChange:batch-size, or 1 with mode `latency`)
- * shares one loaded model, one engine and one inference worker. The worker runs the waiting
- * windows of all those streams together, the oldest first, up to the batch size per inference;
- * each stream keeps its own time line, speaker labels, queue and results, and a flush or error of
- * one stream does not disturb the others. By default a window runs as soon as the worker is
- * free, with every window waiting then; the windows that arrive while it runs make the next
+ * with the same model path, engine kind (cpu or cuda), device, threads, precision,
+ * lstm-algorithm, cuda-graphs and engine batch size (#GstSpeakerChange:batch-size, or 1 with
+ * mode `latency`) shares one loaded model, one engine and one inference worker. The worker runs the
+ * waiting windows of all those streams together, the oldest first, up to the batch size per
+ * inference; each stream keeps its own time line, speaker labels, queue and results, and a flush or
+ * error of one stream does not disturb the others. By default a window runs as soon as the worker
+ * is free, with every window waiting then; the windows that arrive while it runs make the next
  * batch, so batches grow with the load by themselves and an idle worker adds no delay.
  * #GstSpeakerChange:max-batch-wait above 0 makes a window wait up to that many seconds for other
  * streams' windows to fill a batch (fewer, larger inferences at the cost of delay); a streaming

@@ -50,12 +50,25 @@ typedef enum {
   GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC,
 } GstSpeakerChangeLstmAlgorithm;
 
+/**
+ * GstSpeakerChangePrecision:
+ * @GST_SPEAKER_CHANGE_PRECISION_FP32: every product in fp32
+ * @GST_SPEAKER_CHANGE_PRECISION_BF16: the CPU engine's LSTM products in bf16 (CPUs with
+ *   AVX512_BF16 only)
+ */
+typedef enum {
+  GST_SPEAKER_CHANGE_PRECISION_FP32,
+  GST_SPEAKER_CHANGE_PRECISION_BF16,
+} GstSpeakerChangePrecision;
+
 #define GST_TYPE_SPEAKER_CHANGE_ENGINE (gst_speaker_change_engine_get_type())
 GType gst_speaker_change_engine_get_type(void);
 #define GST_TYPE_SPEAKER_CHANGE_MODE (gst_speaker_change_mode_get_type())
 GType gst_speaker_change_mode_get_type(void);
 #define GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM (gst_speaker_change_lstm_algorithm_get_type())
 GType gst_speaker_change_lstm_algorithm_get_type(void);
+#define GST_TYPE_SPEAKER_CHANGE_PRECISION (gst_speaker_change_precision_get_type())
+GType gst_speaker_change_precision_get_type(void);
 
 GST_ELEMENT_REGISTER_DECLARE(speakerchange);
 

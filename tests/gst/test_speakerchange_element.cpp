@@ -27,6 +27,7 @@
 #include "common/temp_dir.h"
 #include "common/xorshift.h"
 #include "engines/cpu/cpu_voice_encoder.h"
+#include "engines/cpu/lstm_recurrence.h"
 #include "features/mel_spectrogram.h"
 #include "gstspeakerchange.h"
 #include "identity/utterance_embedding.h"
@@ -1175,19 +1176,53 @@ TEST(SpeakerChangeElement, StartsAndStopsWithoutData) {
   }
 }
 
+// precision=bf16 runs where the CPU has AVX512_BF16 (turn changes still where the annotation has
+// them) and fails the start with the reason everywhere else.
+TEST(SpeakerChangeElement, Bf16PrecisionRunsOrIsRefusedWithTheReason) {
+  const auto bf16 = [](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "cpu");
+    gst_util_set_object_arg(G_OBJECT(e), "precision", "bf16");
+  };
+  if (!speakerseg::cpu::lstm_isa_supported(speakerseg::cpu::LstmIsa::kAvx512Bf16)) {
+    auto [ret, errors] = try_start(bf16);
+    EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("AVX512_BF16"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("precision fp32"), std::string::npos) << errors[0];
+    return;
+  }
+  REQUIRE_SAMPLE();
+  ElementRun run(bf16);
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  const auto events = run.events();
+  const auto boundaries = turn_boundaries();
+  int between_speakers = 0;
+  for (const auto& c : events) {
+    if (c.speaker.empty() || c.previous.empty()) continue;
+    ++between_speakers;
+    double nearest = 1e9;
+    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
+    EXPECT_LT(nearest, 0.5) << c;
+  }
+  EXPECT_GE(between_speakers, 4) << describe(events);
+}
+
 TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {
   GstElement* e = gst_element_factory_make("speakerchange", nullptr);
   g_object_set(e, "step", 0.5, "latency", 3.0, "min-speech", 0.2, "min-silence", 1.0, "batch-size",
                8, "threads", 2, nullptr);
   gst_util_set_object_arg(G_OBJECT(e), "mode", "latency");
+  gst_util_set_object_arg(G_OBJECT(e), "precision", "bf16");
   gst_util_set_object_arg(G_OBJECT(e), "engine", "cpu");
   double step = 0, latency = 0, min_speech = 0, min_silence = 0;
-  int batch = 0, threads = 0, mode = 0, engine = 0;
+  int batch = 0, threads = 0, mode = 0, engine = 0, precision = 0;
   gboolean graphs = FALSE, messages = FALSE, events = FALSE, compat = TRUE;
   g_object_get(e, "step", &step, "latency", &latency, "min-speech", &min_speech, "min-silence",
                &min_silence, "batch-size", &batch, "threads", &threads, "mode", &mode, "engine",
                &engine, "cuda-graphs", &graphs, "post-messages", &messages, "emit-events", &events,
-               "compat-rstranscribe", &compat, nullptr);
+               "compat-rstranscribe", &compat, "precision", &precision, nullptr);
   EXPECT_EQ(step, 0.5);
   EXPECT_EQ(latency, 3.0);
   EXPECT_EQ(min_speech, 0.2);
@@ -1196,6 +1231,7 @@ TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {
   EXPECT_EQ(threads, 2);
   EXPECT_EQ(mode, GST_SPEAKER_CHANGE_MODE_LATENCY);
   EXPECT_EQ(engine, GST_SPEAKER_CHANGE_ENGINE_CPU);
+  EXPECT_EQ(precision, GST_SPEAKER_CHANGE_PRECISION_BF16);
   EXPECT_TRUE(graphs);
   EXPECT_TRUE(messages);
   EXPECT_TRUE(events);
