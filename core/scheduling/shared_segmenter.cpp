@@ -160,9 +160,13 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
         ++mine;
         c.last_delay = seconds(now - item.submitted);
       }
+    // Read before in_flight drops: until then the timeline is the worker's, not a host's.
+    c.voice_embeddings = c.timeline.voice_embeddings();
     c.in_flight -= mine;
     c.last_batch = mine;
     c.last_shared_batch = n;
+    if (failure.empty() && voice.last_round_partials[m] > 0)
+      c.last_voice_batch = voice.last_round_partials[m];
     const std::string& why = failure.empty() ? stitch_failure[m] : failure;
     if (members[m].second == c.generation) {
       c.processed += mine;
@@ -180,6 +184,7 @@ SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWin
                                                     int frames) {
   VoiceRound r;
   r.failures.resize(work.size());
+  r.last_round_partials.assign(work.size(), 0);
   std::vector<size_t> next(work.size(), 0);
   for (;;) {
     // Every channel stitches its windows until it is done or waits for a voice embedding...
@@ -217,6 +222,7 @@ SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWin
     r.utterances += static_cast<int>(requests.size());
     r.max_partials = std::max(r.max_partials, std::min(partials, kVoiceBatch));
     for (size_t i = 0; i < waiting.size(); ++i) {
+      r.last_round_partials[waiting[i]] = std::min(partials, kVoiceBatch);
       try {
         work[waiting[i]].channel->timeline.give_voice(std::move(embeddings[i]));
       } catch (const std::exception& e) {
@@ -362,6 +368,7 @@ void SharedSegmenterChannel::finish(int64_t end) {
     c.error = e.what();
     return;
   }
+  c.voice_embeddings = c.timeline.voice_embeddings();
   for (auto& change : c.timeline.take_changes()) c.ready.push_back(std::move(change));
 }
 
@@ -404,6 +411,16 @@ int SharedSegmenterChannel::last_batch_size() const {
 int SharedSegmenterChannel::last_shared_batch_size() const {
   std::lock_guard<std::mutex> lock(scheduler_->mutex_);
   return channel_->last_shared_batch;
+}
+
+uint64_t SharedSegmenterChannel::voice_embeddings() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->voice_embeddings;
+}
+
+int SharedSegmenterChannel::last_voice_batch_size() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->last_voice_batch;
 }
 
 double SharedSegmenterChannel::current_delay_seconds() const {

@@ -90,6 +90,8 @@ class SharedScheduler {
     uint64_t generation = 0;  // bumped by reset(): results of older windows are discarded
     uint64_t dropped = 0, processed = 0;
     int last_batch = 0, last_shared_batch = 0;
+    uint64_t voice_embeddings = 0;  // the timeline's count, copied where the host may read it
+    int last_voice_batch = 0;
     double last_delay = 0;  // seconds from submission to results of the last window run
     std::string error;
   };
@@ -103,6 +105,9 @@ class SharedScheduler {
   };
   struct VoiceRound {
     std::vector<std::string> failures;  // per ChannelWindows ("": stitched)
+    // Per ChannelWindows: the encoder batch (partials, every channel's, at most kVoiceBatch) of
+    // the last round that embedded one of its utterances; 0: none.
+    std::vector<int> last_round_partials;
     int calls = 0, utterances = 0, max_partials = 0;
   };
   // Partials per voice encoder call: more than the shared batches of a few dozen channels need
@@ -171,6 +176,8 @@ class SharedSegmenterChannel final : public WindowSegmenter {
   size_t queue_depth() const override;
   int last_batch_size() const override;
   int last_shared_batch_size() const override;
+  uint64_t voice_embeddings() const override;
+  int last_voice_batch_size() const override;
   double current_delay_seconds() const override;
 
   const std::shared_ptr<SharedScheduler>& scheduler() const { return scheduler_; }

@@ -35,6 +35,10 @@ class WindowSegmenter {
   // every stream's windows (the same without a shared engine).
   virtual int last_batch_size() const = 0;
   virtual int last_shared_batch_size() const = 0;
+  // With identity by voice: utterance embeddings made for this stream so far, and the voice
+  // encoder batch (in partials, every stream's) that embedded its latest one; 0 without.
+  virtual uint64_t voice_embeddings() const = 0;
+  virtual int last_voice_batch_size() const = 0;
   // What inference adds to the announcement delay now: seconds from submission to results of the
   // last window run, or the age of the oldest window still waiting if that is longer (a backlog).
   virtual double current_delay_seconds() const = 0;

@@ -63,6 +63,7 @@ void SpeakerTimeline::begin_finish(int64_t end) {
 void SpeakerTimeline::give_voice(std::vector<float> embedding) {
   if (!identifier_) throw std::logic_error("a voice was given to a timeline without identity");
   identifier_->give_voice(std::move(embedding));
+  ++voice_embeddings_;
   advance();
 }
 

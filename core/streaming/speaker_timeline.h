@@ -43,6 +43,8 @@ class SpeakerTimeline {
     return identifier_ ? identifier_->voice_request() : nullptr;
   }
   void give_voice(std::vector<float> embedding);
+  // Utterance embeddings given so far; a reset() does not forget them (a statistic).
+  uint64_t voice_embeddings() const { return voice_embeddings_; }
 
   std::vector<SpeakerChange> take_changes();
   // Every speaker name given so far (stitcher labels, or voices with identity by voice).
@@ -71,6 +73,7 @@ class SpeakerTimeline {
   int64_t announced_ = 0;        // the stream position their changes are announced at
   size_t first_new_change_ = 0;  // changes_ from here on came from final_
   std::vector<SpeakerChange> changes_;
+  uint64_t voice_embeddings_ = 0;
 };
 
 }  // namespace speakerseg

@@ -127,7 +127,9 @@ void post_stats_if_due(GstSpeakerChange* self) {
       gst_structure_new("speaker-change-stats", "queue-depth", G_TYPE_UINT,
                         static_cast<guint>(w.queue_depth()), "last-batch-size", G_TYPE_INT, batch,
                         "dropped-windows", G_TYPE_UINT64, static_cast<guint64>(w.dropped_windows()),
-                        "delay", G_TYPE_UINT64, static_cast<guint64>(delay), nullptr);
+                        "delay", G_TYPE_UINT64, static_cast<guint64>(delay), "voice-embeddings",
+                        G_TYPE_UINT64, static_cast<guint64>(w.voice_embeddings()),
+                        "last-voice-batch-size", G_TYPE_INT, w.last_voice_batch_size(), nullptr);
   GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
 }

@@ -135,6 +135,11 @@
  *   plus what inference adds now (with a shared engine: the time from submission to results of
  *   the last window run, or the age of the oldest waiting window if longer; an own engine does
  *   not measure it).
+ * * #guint64 `voice-embeddings`: with #GstSpeakerChange:reidentify, utterance embeddings the
+ *   voice encoder has made of this stream's clean speech so far (0 without).
+ * * #gint `last-voice-batch-size`: the voice encoder batch that embedded this stream's latest
+ *   utterance, in partials of 1.6 s (at most 64; with a shared engine every stream's partials
+ *   count); 0 before the first or without #GstSpeakerChange:reidentify.
  *
  * ## Time line
  *

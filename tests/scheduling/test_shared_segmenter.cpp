@@ -554,6 +554,13 @@ TEST(SharedSegmenter, VoicesOfOneBatchAreEmbeddedInOneCall) {
               scheduler->max_voice_batch());
   EXPECT_GT(utterances, 0u);
   EXPECT_EQ(2 * calls, utterances);
+  // What each channel reports of it (the element's speaker-change-stats): its own half of the
+  // utterances, and a last batch holding both channels' partials.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(2 * channels[i]->voice_embeddings(), utterances) << "channel " << i;
+    EXPECT_GE(channels[i]->last_voice_batch_size(), 2) << "channel " << i;
+    EXPECT_LE(channels[i]->last_voice_batch_size(), scheduler->max_voice_batch());
+  }
   for (int i = 0; i < 2; ++i) {
     channels[i]->finish(buffers[i].total());
     append(got[i], channels[i]->take_changes());
