@@ -398,6 +398,20 @@ void expect_same_changes(const std::vector<Change>& got, const std::vector<Chang
 
 constexpr GstClockTime kFrame = 16875 * GST_USECOND;  // one network frame
 
+// Checks that every change from one speaker to another lies within 0.5 s of an annotated turn
+// change (`boundaries`, in seconds); returns how many such changes there are.
+int changes_near_turns(const std::vector<Change>& events, const std::vector<double>& boundaries) {
+  int between_speakers = 0;
+  for (const auto& c : events) {
+    if (c.speaker.empty() || c.previous.empty()) continue;
+    ++between_speakers;
+    double nearest = 1e9;
+    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
+    EXPECT_LT(nearest, 0.5) << c << describe(events);
+  }
+  return between_speakers;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TEST(SpeakerChangeElement, FindsTheTurnChangesOfARecording) {
@@ -417,7 +431,6 @@ TEST(SpeakerChangeElement, FindsTheTurnChangesOfARecording) {
   // Every change from one speaker to another is near an annotated turn change.
   const auto boundaries = turn_boundaries();
   ASSERT_FALSE(boundaries.empty());
-  int between_speakers = 0;
   for (const auto& c : events) {
     EXPECT_EQ(c.running_time, c.timestamp);  // default segment: times are running times
     EXPECT_EQ(c.stream_time, c.timestamp);
@@ -426,13 +439,8 @@ TEST(SpeakerChangeElement, FindsTheTurnChangesOfARecording) {
     if (!c.speaker.empty()) {
       EXPECT_NE(std::find(c.active.begin(), c.active.end(), c.speaker), c.active.end()) << c;
     }
-    if (c.speaker.empty() || c.previous.empty()) continue;
-    ++between_speakers;
-    double nearest = 1e9;
-    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
-    EXPECT_LT(nearest, 0.5) << c;
   }
-  EXPECT_GE(between_speakers, 4) << describe(events);
+  EXPECT_GE(changes_near_turns(events, boundaries), 4) << describe(events);
 
   // EOS goes last, after the remaining results; at least the last change waited for EOS.
   const auto& items = run.items();
@@ -559,15 +567,7 @@ void check_gap_is_filled(double gap, const std::function<void(ElementRun&)>& ins
   // Every change between speakers lies near an annotated turn change, moved by the gap.
   std::vector<double> boundaries;
   for (double b : turn_boundaries()) boundaries.push_back(b > 12 ? b + gap : b);
-  int between_speakers = 0;
-  for (const auto& c : events) {
-    if (c.speaker.empty() || c.previous.empty()) continue;
-    ++between_speakers;
-    double nearest = 1e9;
-    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
-    EXPECT_LT(nearest, 0.5) << c << describe(events);
-  }
-  EXPECT_GE(between_speakers, 5) << describe(events);
+  EXPECT_GE(changes_near_turns(events, boundaries), 5) << describe(events);
 
   // No reset at the gap: the turn that began shortly before it (at about 11 s) becomes final only
   // with audio from after the gap, so it is announced after the first buffer that follows it.
@@ -1222,16 +1222,7 @@ TEST(SpeakerChangeElement, Bf16PrecisionRunsOrIsRefusedWithTheReason) {
   run.eos();
   EXPECT_TRUE(run.errors().empty());
   const auto events = run.events();
-  const auto boundaries = turn_boundaries();
-  int between_speakers = 0;
-  for (const auto& c : events) {
-    if (c.speaker.empty() || c.previous.empty()) continue;
-    ++between_speakers;
-    double nearest = 1e9;
-    for (double b : boundaries) nearest = std::min(nearest, std::fabs(b - secs(c.timestamp)));
-    EXPECT_LT(nearest, 0.5) << c;
-  }
-  EXPECT_GE(between_speakers, 4) << describe(events);
+  EXPECT_GE(changes_near_turns(events, turn_boundaries()), 4) << describe(events);
 }
 
 TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {

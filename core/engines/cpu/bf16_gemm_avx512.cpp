@@ -2,11 +2,7 @@
 // has it). A register tile of R rows by 64 columns: per pair of k, four 64-byte loads of B, R
 // broadcasts of an A pair and 4 R vdpbf16ps; at R = 6 that is 24 accumulators. B (n x k bf16:
 // 512 KB for the segmentation LSTM's 1024 x 256) streams from L2 once per 6 rows.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "engines/cpu/avx512_intrinsics.h"
 
 #include "engines/cpu/bf16_gemm_isa.h"
 

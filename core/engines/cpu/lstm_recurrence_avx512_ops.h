@@ -3,13 +3,7 @@
 // by files compiled with -mavx512f.
 #pragma once
 
-// GCC 12 warns inside its own AVX-512 headers that _mm512_undefined_ps() is uninitialised (GCC bug
-// 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "engines/cpu/avx512_intrinsics.h"
 
 #include "engines/cpu/lstm_recurrence_kernel.h"
 
