@@ -163,6 +163,8 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     if (!use_cuda)
       GST_INFO_OBJECT(self, "no CUDA device found (%s): using the CPU engine", why.c_str());
   }
+  if (use_cuda && p.precision != GST_SPEAKER_CHANGE_PRECISION_FP32)
+    GST_WARNING_OBJECT(self, "precision applies to the CPU engine only: the CUDA engine runs FP32");
 #endif
   // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so it
   // plans for the full batch like throughput mode.

@@ -161,7 +161,8 @@ void install_properties(GObjectClass* gobject_class) {
    * projections). `bf16` rounds weights and activations to bf16 and keeps the sums in fp32:
    * about 1.5x the windows per second on one core of an AMD Zen 4, but not the same numbers
    * (docs/performance.md measures both). It needs a CPU with AVX512_BF16; elsewhere starting
-   * fails with an error that says so. An exploration: fp32 is the default.
+   * fails with an error that says so. The CUDA engine ignores it (with a warning). An
+   * exploration: fp32 is the default.
    */
   g_object_class_install_property(
       gobject_class, PROP_PRECISION,
