@@ -9,21 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16_reference.h"
 #include "common/xorshift.h"
 #include "engines/cpu/bf16_gemm.h"
 #include "engines/cpu/lstm_recurrence.h"
 
 namespace speakerseg {
 namespace {
-
-double rounded(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  float r;
-  std::memcpy(&r, &bits, sizeof r);
-  return r;
-}
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   test::Xorshift rng(seed);
@@ -55,7 +47,8 @@ TEST_F(Bf16Gemm, MatchesADoubleProductOfTheRoundedOperands) {
           for (int j = 0; j < n; ++j) {
             double want = 0, scale = 0;
             for (int q = 0; q < k; ++q) {
-              const double p = rounded(a[i * lda + q]) * rounded(b[j * k + q]);
+              const double p =
+                  test::bf16_rounded(a[i * lda + q]) * test::bf16_rounded(b[j * k + q]);
               want += p;
               scale += std::fabs(p);
             }

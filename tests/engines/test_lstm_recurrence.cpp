@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16_reference.h"
 #include "common/test_env.h"
 #include "common/xorshift.h"
 #include "engines/cpu/lstm_recurrence.h"
@@ -76,21 +77,13 @@ cpu::LstmRecurrenceJob job_for(const cpu::PackedLstmWeights& w, Sequences& s, in
   return job;
 }
 
-// x rounded to the nearest bf16 (ties to even), as the bf16 kernel rounds weights and h(t-1).
-double bf16(double x) {
-  float f = static_cast<float>(x);
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 // h(t) of sequence b, direction d, in double with libm's exp and tanh; with `rounded`, the
 // products take bf16 weights and a bf16 h(t-1), as the bf16 kernel's do.
 std::vector<double> reference(const Direction& w, const Sequences& s, int b, int d, bool rounded) {
   const int H = w.hidden;
-  auto r = [&](size_t i) { return rounded ? bf16(w.r[i]) : static_cast<double>(w.r[i]); };
+  auto r = [&](size_t i) {
+    return rounded ? test::bf16_rounded(w.r[i]) : static_cast<double>(w.r[i]);
+  };
   std::vector<double> h(H, 0.0), c(H, 0.0), out(static_cast<size_t>(s.steps) * H);
   auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
   for (int step = 0; step < s.steps; ++step) {
@@ -102,7 +95,8 @@ std::vector<double> reference(const Direction& w, const Sequences& s, int b, int
       for (int q = 0; q < 4; ++q) {
         double sum = static_cast<double>(pre[q * H + j]) + w.bias[q * H + j];
         for (int k = 0; k < H; ++k)
-          sum += r((static_cast<size_t>(q) * H + j) * H + k) * (rounded ? bf16(h[k]) : h[k]);
+          sum += r((static_cast<size_t>(q) * H + j) * H + k) *
+                 (rounded ? test::bf16_rounded(h[k]) : h[k]);
         g[q] = sum;
       }
       c[j] = sigmoid(g[2]) * c[j] + sigmoid(g[0]) * std::tanh(g[3]);

@@ -2,28 +2,13 @@
 // has it). A register tile of R rows by 64 columns: per pair of k, four 64-byte loads of B, R
 // broadcasts of an A pair and 4 R vdpbf16ps; at R = 6 that is 24 accumulators. B (n x k bf16:
 // 512 KB for the segmentation LSTM's 1024 x 256) streams from L2 once per 6 rows.
-#include "engines/cpu/avx512_intrinsics.h"
-
 #include "engines/cpu/bf16_gemm_isa.h"
+#include "engines/cpu/bf16_pairs_avx512.h"
 
 namespace speakerseg::cpu::isa {
 namespace {
 
 constexpr int kRows = 6;
-
-// Row a[0, k) as bf16 pairs (an odd k padded with zero), rounded to nearest even.
-void to_pairs(const float* a, int k, uint32_t* out) {
-  for (int k0 = 0; k0 < k; k0 += 32) {
-    const int left = k - k0;
-    const __mmask16 lo = left >= 16 ? 0xffff : static_cast<__mmask16>((1u << left) - 1);
-    const __mmask16 hi = left >= 32   ? 0xffff
-                         : left <= 16 ? 0
-                                      : static_cast<__mmask16>((1u << (left - 16)) - 1);
-    const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, a + k0 + 16),
-                                               _mm512_maskz_loadu_ps(lo, a + k0));
-    _mm512_storeu_si512(out + k0 / 2, reinterpret_cast<__m512i>(pairs));
-  }
-}
 
 template <int R>
 void tile(const uint32_t* a, int pairs, const uint32_t* b, float* const* c) {
@@ -58,7 +43,7 @@ void rows(int m0, const float* a, int lda, const uint32_t* b, int n, int k, floa
     if (m0 < R) return rows<R - 1>(m0, a, lda, b, n, k, c, ldc);
   }
   alignas(64) uint32_t pairs[R][kBf16GemmMaxK / 2];
-  for (int r = 0; r < R; ++r) to_pairs(a + static_cast<size_t>(r) * lda, k, pairs[r]);
+  for (int r = 0; r < R; ++r) to_bf16_pairs(a + static_cast<size_t>(r) * lda, k, pairs[r]);
   const int k2 = (k + 1) / 2;
   for (int col = 0; col < n; col += kBf16GemmColumns) {
     float* out[R];

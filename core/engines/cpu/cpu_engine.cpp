@@ -74,6 +74,7 @@ class CpuEngine final : public SegmentationEngine {
       for (int k = 0; k <= kSide; ++k) sinc_even_[f * (kSide + 1) + k] = e[k];
       for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
     }
+    const cpu::LstmIsa kernel = cpu::recurrence_kernel(options.precision);  // refuses first
     recurrent_weights_.reserve(2 * kLstmLayers);
     input_weights_.reserve(kLstmLayers);
     for (int l = 0; l < kLstmLayers; ++l) {
@@ -82,8 +83,7 @@ class CpuEngine final : public SegmentationEngine {
       for (int d = 0; d < 2; ++d)
         recurrent_weights_.emplace_back(
             model_->lstm[l].r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden,
-            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden,
-            cpu::recurrence_kernel(options.precision));
+            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden, kernel);
     }
   }
 

@@ -8,9 +8,9 @@
 
 namespace speakerseg {
 
-// kBf16: the LSTM recurrence's products in bf16 (weights and h(t-1) rounded, sums in fp32), on
-// CPUs with AVX512_BF16 only; an exploration, off by default (docs/performance.md measures what
-// it costs in accuracy).
+// kBf16: the LSTM products in bf16 (the recurrence and the input projections: weights and
+// activations rounded, sums in fp32), on CPUs with AVX512_BF16 only; an exploration, off by
+// default (docs/performance.md measures what it costs in accuracy).
 enum class CpuPrecision { kFp32, kBf16 };
 
 struct CpuEngineOptions {

@@ -24,12 +24,12 @@ class CpuVoiceEncoder final : public VoiceEncoder {
   CpuVoiceEncoder(std::shared_ptr<const VoiceModel> model, const CpuEngineOptions& options)
       : model_(std::move(model)),
         threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+    const cpu::LstmIsa kernel = cpu::recurrence_kernel(options.precision);  // refuses first
     recurrent_weights_.reserve(kVoiceLayers);
     input_weights_.reserve(kVoiceLayers);
     for (const VoiceLstmLayer& layer : model_->lstm) {
       input_weights_.emplace_back(layer.w.data(), kVoiceGates, layer.input_size, options.precision);
-      recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden,
-                                      cpu::recurrence_kernel(options.precision));
+      recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden, kernel);
     }
   }
 

@@ -4,6 +4,7 @@
 // FMAs and the packed weights are half the bytes (128 KB per direction at hidden 128). The
 // weights are rounded to bf16 at load and h(t-1) at every step (round to nearest even); the
 // sums, gates, cell and hidden state stay fp32.
+#include "engines/cpu/bf16_pairs_avx512.h"
 #include "engines/cpu/lstm_recurrence_avx512_ops.h"
 
 namespace speakerseg::cpu::isa {
@@ -20,13 +21,7 @@ struct Avx512Bf16 : Avx512 {
     return reinterpret_cast<__m512bh>(_mm512_loadu_si512(w));
   }
   static V multiply_add(__m512bh w, __m512bh h, V acc) { return _mm512_dpbf16_ps(acc, w, h); }
-  // h[0, hidden) as bf16 pairs; hidden a multiple of 32.
-  static void to_pairs(const float* h, int hidden, Hidden* out) {
-    for (int k = 0; k < hidden; k += 32) {
-      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(h + k + 16), _mm512_loadu_ps(h + k));
-      _mm512_storeu_si512(out + k / 2, reinterpret_cast<__m512i>(b));
-    }
-  }
+  static void to_pairs(const float* h, int hidden, Hidden* out) { to_bf16_pairs(h, hidden, out); }
 };
 
 }  // namespace
