@@ -190,8 +190,9 @@ def distance_to_the_limit(a, stages):
           f"; reads {peak['read_16KiB_GBps']:.0f} GB/s from L1 (16 KiB), {peak['read_256KiB_GBps']:.0f} "
           f"(256 KiB), {peak['read_512KiB_GBps']:.0f} (512 KiB), {peak['read_1024KiB_GBps']:.0f} "
           f"(1 MiB), {peak['read_65536KiB_GBps']:.0f} from memory (64 MiB).\n")
-    print("At precision bf16 the LSTM stages are held to the bf16 dot-product peak and stream half the "
-          "bytes.\n")
+    if "bf16" in a.precision:
+        print("At precision bf16 the LSTM stages are held to the bf16 dot-product peak and stream half "
+              "the bytes.\n")
     print("| precision | threads | batch | stage | GFLOP/s | of peak | weights GB/s (batch 1) | of L2 read peak |")
     print("|---|---:|---:|---|---:|---:|---:|---:|")
     for (precision, threads, batch), st in stages.items():
