@@ -3,9 +3,11 @@
 // weights and the real segmentation-3.0 and GE2E recurrent weights, hidden 128 and 256, one to
 // seven sequences (every chunk size and remainder of every set), both directions, the strided
 // layouts the engines use. Then what the engines rely on: a sequence's result does not depend on
-// the sequences it runs with, nor on the jobs stepped in lockstep with it.
+// the sequences it runs with, nor on the jobs stepped in lockstep with it, nor on how many threads
+// share one sequence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -219,6 +221,31 @@ TEST_P(LstmRecurrence, ASequenceDoesNotDependOnItsCompany) {
                                &all.out[b * all.hidden_sequence() + t * all.hidden_step()],
                                hidden * sizeof(float)))
           << "sequence " << b << " of 7 differs from itself alone at step " << t;
+  }
+}
+
+// The voice encoder splits a lone partial's hidden units across threads that meet after every
+// step: the same numbers, bit for bit, for every share (even and uneven, more threads than cores)
+// and both directions. A part that read h(t-1) before its peers had written it would differ.
+TEST_P(LstmRecurrence, OneSequenceSplitAcrossThreadsIsTheSameBitForBit) {
+  const int steps = 23;
+  for (int hidden : {96, 256}) {
+    const Direction w = random_direction(hidden, 31, 0.2f);
+    const cpu::PackedLstmWeights packed(w.r.data(), w.bias.data(), hidden, GetParam());
+    for (int d = 0; d < 2; ++d) {
+      Sequences whole = random_sequences(1, steps, hidden, 40 + d);
+      cpu::LstmRecurrenceJob job = job_for(packed, whole, d);
+      cpu::run_lstm_recurrence(&job, 1, steps);
+      for (int threads : {2, 3, 5}) {
+        Sequences split = whole;
+        std::fill(split.out.begin(), split.out.end(), NAN);
+        std::fill(split.cell.begin(), split.cell.end(), NAN);
+        cpu::run_lstm_recurrence_split(job_for(packed, split, d), steps, threads);
+        ASSERT_EQ(0,
+                  std::memcmp(split.out.data(), whole.out.data(), split.out.size() * sizeof(float)))
+            << "hidden " << hidden << ", direction " << d << ", " << threads << " threads";
+      }
+    }
   }
 }
 

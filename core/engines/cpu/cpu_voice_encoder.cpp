@@ -1,6 +1,6 @@
 // GE2E on the CPU, laid out like the segmentation engine's LSTM: one input projection per layer
 // for every frame of every partial (oneDNN sgemm), then the shared fused recurrence kernel
-// (lstm_recurrence.h) step by step, partials split across threads.
+// (lstm_recurrence.h) step by step, partials split across threads (one partial: its hidden units).
 #include "engines/cpu/cpu_voice_encoder.h"
 
 #include <omp.h>
@@ -59,7 +59,8 @@ class CpuVoiceEncoder final : public VoiceEncoder {
         const int n = static_cast<int>(std::min<size_t>(kRowBlock, rows - r0));
         input_weights_[l].apply(n, in + r0 * w.input_size, &gates_[r0 * kVoiceGates]);
       });
-      // Partials are independent sequences: one group per thread, each stepping through time.
+      // Partials are independent sequences: one group per thread, each stepping through time; a
+      // lone partial is split by hidden units across the threads instead.
       const int groups = std::max(1, std::min(batch, threads_));
       jobs_.resize(groups);
       for (int g = 0; g < groups; ++g) {
@@ -75,8 +76,11 @@ class CpuVoiceEncoder final : public VoiceEncoder {
         job.cell = &cell_[static_cast<size_t>(b0) * kVoiceHidden];
         job.sequences = batch * (g + 1) / groups - b0;
       }
-      parallel_for(groups, threads_,
-                   [&](int g, int) { cpu::run_lstm_recurrence(&jobs_[g], 1, frames); });
+      if (batch == 1 && threads_ > 1)
+        cpu::run_lstm_recurrence_split(jobs_[0], frames, threads_);  // one partial, all cores
+      else
+        parallel_for(groups, threads_,
+                     [&](int g, int) { cpu::run_lstm_recurrence(&jobs_[g], 1, frames); });
       in = out;
     }
 

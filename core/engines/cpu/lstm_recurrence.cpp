@@ -1,5 +1,8 @@
 #include "engines/cpu/lstm_recurrence.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +10,7 @@
 
 #include "engines/cpu/bf16.h"
 #include "engines/cpu/lstm_recurrence_isa.h"
+#include "engines/cpu/shared_steps.h"
 
 namespace speakerseg::cpu {
 namespace {
@@ -118,6 +122,42 @@ PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, 
                 to_bf16(weight(block, 2 * pair + e, g, lane));
 }
 
+namespace {
+
+isa::RecurrenceTask task_of(const LstmRecurrenceJob& job) {
+  return {job.weights->data(),
+          job.weights->bias(),
+          job.gates,
+          job.gates_sequence,
+          job.gates_step,
+          job.hidden,
+          job.hidden_sequence,
+          job.hidden_step,
+          job.cell,
+          job.sequences,
+          0,
+          job.weights->hidden() / width_of(job.weights->isa()),
+          job.reverse};
+}
+
+void run_tasks(LstmIsa kernel, const isa::RecurrenceTask* tasks, int count, int steps, int hidden,
+               int from, int to) {
+  switch (kernel) {
+#if defined(__x86_64__)
+    case LstmIsa::kAvx512:
+      return isa::run_avx512(tasks, count, steps, hidden, from, to);
+    case LstmIsa::kAvx2:
+      return isa::run_avx2(tasks, count, steps, hidden, from, to);
+    case LstmIsa::kAvx512Bf16:
+      return isa::run_avx512_bf16(tasks, count, steps, hidden, from, to);
+#endif
+    default:
+      return isa::run_scalar(tasks, count, steps, hidden, from, to);
+  }
+}
+
+}  // namespace
+
 void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
   if (count <= 0 || steps <= 0) return;
   constexpr int kMaxJobs = 16;
@@ -128,25 +168,32 @@ void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
   const PackedLstmWeights& first = *jobs[0].weights;
   isa::RecurrenceTask tasks[kMaxJobs];
   for (int i = 0; i < count; ++i) {
-    const LstmRecurrenceJob& job = jobs[i];
-    if (job.weights->isa() != first.isa() || job.weights->hidden() != first.hidden())
+    if (jobs[i].weights->isa() != first.isa() || jobs[i].weights->hidden() != first.hidden())
       throw std::invalid_argument("LSTM recurrence jobs packed for different kernels");
-    tasks[i] = {job.weights->data(), job.weights->bias(), job.gates,
-                job.gates_sequence,  job.gates_step,      job.hidden,
-                job.hidden_sequence, job.hidden_step,     job.cell,
-                job.sequences,       job.reverse};
+    tasks[i] = task_of(jobs[i]);
   }
-  switch (first.isa()) {
-#if defined(__x86_64__)
-    case LstmIsa::kAvx512:
-      return isa::run_avx512(tasks, count, steps, first.hidden());
-    case LstmIsa::kAvx2:
-      return isa::run_avx2(tasks, count, steps, first.hidden());
-    case LstmIsa::kAvx512Bf16:
-      return isa::run_avx512_bf16(tasks, count, steps, first.hidden());
-#endif
-    default:
-      return isa::run_scalar(tasks, count, steps, first.hidden());
+  run_tasks(first.isa(), tasks, count, steps, first.hidden(), 0, steps);
+}
+
+void run_lstm_recurrence_split(const LstmRecurrenceJob& job, int steps, int threads) {
+  if (steps <= 0) return;
+  const isa::RecurrenceTask whole = task_of(job);
+  // Parts of whole passes of the one-sequence path (kBlocksPerPass: 2 or 4 blocks).
+  const int blocks = whole.block_end, quantum = blocks % 4 == 0 ? 4 : blocks % 2 == 0 ? 2 : 1;
+  const int units = blocks / quantum;
+  if (threads <= 1 || units <= 1) return run_lstm_recurrence(&job, 1, steps);
+  SharedSteps shared(steps);
+#pragma omp parallel num_threads(std::min({threads, units, SharedSteps::kMaxParts}))
+  {
+    // The team may be smaller than asked (inside another parallel region: one); it shares out
+    // the blocks among those it has.
+    const int parts = omp_get_num_threads();
+    shared.run(omp_get_thread_num(), parts, [&](int part, int t) {
+      isa::RecurrenceTask task = whole;
+      task.block_begin = quantum * (units * part / parts);
+      task.block_end = quantum * (units * (part + 1) / parts);
+      run_tasks(job.weights->isa(), &task, 1, steps, job.weights->hidden(), t, t + 1);
+    });
   }
 }
 

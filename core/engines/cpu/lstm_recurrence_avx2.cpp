@@ -29,8 +29,8 @@ struct Avx2 : Fp32Product<Avx2> {
 
 }  // namespace
 
-void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden) {
-  run_tasks<Avx2>(tasks, count, steps, hidden);
+void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to) {
+  run_tasks<Avx2>(tasks, count, steps, hidden, from, to);
 }
 
 }  // namespace speakerseg::cpu::isa

@@ -4,8 +4,8 @@
 
 namespace speakerseg::cpu::isa {
 
-void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden) {
-  run_tasks<Avx512>(tasks, count, steps, hidden);
+void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to) {
+  run_tasks<Avx512>(tasks, count, steps, hidden, from, to);
 }
 
 }  // namespace speakerseg::cpu::isa

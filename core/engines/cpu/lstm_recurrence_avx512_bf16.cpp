@@ -26,8 +26,9 @@ struct Avx512Bf16 : Avx512 {
 
 }  // namespace
 
-void run_avx512_bf16(const RecurrenceTask* tasks, int count, int steps, int hidden) {
-  run_tasks<Avx512Bf16>(tasks, count, steps, hidden);
+void run_avx512_bf16(const RecurrenceTask* tasks, int count, int steps, int hidden, int from,
+                     int to) {
+  run_tasks<Avx512Bf16>(tasks, count, steps, hidden, from, to);
 }
 
 }  // namespace speakerseg::cpu::isa

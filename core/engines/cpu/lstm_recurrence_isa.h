@@ -18,17 +18,21 @@ struct RecurrenceTask {
   size_t hidden_sequence, hidden_step;
   float* cell;
   int sequences;
+  int block_begin, block_end;  // the blocks of W hidden units it computes, of hidden / W
   bool reverse;
 };
 
-// Each runs `count` tasks in lockstep through `steps` steps; all have the same hidden size, a
-// multiple of the set's width.
-void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden);
-void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden);
-void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden);
+// Each runs `count` tasks in lockstep through steps [from, to) of `steps` (from 0: from zero
+// states, which it sets in its blocks of the cell); all have the same hidden size, a multiple of
+// the set's width. A task with part of the blocks leaves the others' h(t) to whoever computes
+// them, and reads them at t + 1: the caller steps such parts one step at a time, meeting between.
+void run_avx512(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to);
+void run_avx2(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to);
+void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to);
 // Products in bf16 (weights and h(t-1) rounded to bf16, sums in fp32: AVX512_BF16's vdpbf16ps);
 // hidden a multiple of 32, at most kBf16MaxHidden.
-void run_avx512_bf16(const RecurrenceTask* tasks, int count, int steps, int hidden);
+void run_avx512_bf16(const RecurrenceTask* tasks, int count, int steps, int hidden, int from,
+                     int to);
 
 constexpr int kAvx512Width = 16, kAvx2Width = 8, kScalarWidth = 1;
 constexpr int kBf16MaxHidden = 512;

@@ -157,26 +157,29 @@ inline void chunk_step(const RecurrenceTask& task, int hidden, int b0, int left,
 
 template <class O>
 inline void task_step(const RecurrenceTask& task, int hidden, int t, int prev_t) {
-  const int blocks = hidden / O::kWidth;
+  const int blocks = task.block_end - task.block_begin;
   if (task.sequences == 1 && blocks % O::kBlocksPerPass == 0) {
     // One sequence: several blocks at once for enough independent accumulators.
-    for (int j = 0; j < blocks; j += O::kBlocksPerPass)
+    for (int j = task.block_begin; j < task.block_end; j += O::kBlocksPerPass)
       sequences_step<O, O::kBlocksPerPass, 1>(task, hidden, 0, j, t, prev_t);
     return;
   }
   // Block by block, all sequences: a block's weights (H x 4W floats: 16 KB for AVX2 at hidden
   // 128) come from L2 for the first chunk of sequences and from L1 for the others.
-  for (int j = 0; j < blocks; ++j)
+  for (int j = task.block_begin; j < task.block_end; ++j)
     for (int b0 = 0; b0 < task.sequences; b0 += O::kMaxSequences)
       chunk_step<O, O::kMaxSequences>(task, hidden, b0, task.sequences - b0, j, t, prev_t);
 }
 
 template <class O>
-inline void run_tasks(const RecurrenceTask* tasks, int count, int steps, int hidden) {
-  for (int i = 0; i < count; ++i)
-    for (size_t k = 0; k < static_cast<size_t>(tasks[i].sequences) * hidden; ++k)
-      tasks[i].cell[k] = 0.f;
-  for (int s = 0; s < steps; ++s)
+inline void run_tasks(const RecurrenceTask* tasks, int count, int steps, int hidden, int from,
+                      int to) {
+  if (from == 0)
+    for (int i = 0; i < count; ++i)
+      for (int b = 0; b < tasks[i].sequences; ++b)
+        for (int j = tasks[i].block_begin * O::kWidth; j < tasks[i].block_end * O::kWidth; ++j)
+          tasks[i].cell[static_cast<size_t>(b) * hidden + j] = 0.f;
+  for (int s = from; s < to; ++s)
     for (int i = 0; i < count; ++i) {
       const RecurrenceTask& task = tasks[i];
       const int t = task.reverse ? steps - 1 - s : s;

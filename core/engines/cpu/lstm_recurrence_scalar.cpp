@@ -31,8 +31,8 @@ struct Scalar : Fp32Product<Scalar> {
 
 }  // namespace
 
-void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden) {
-  run_tasks<Scalar>(tasks, count, steps, hidden);
+void run_scalar(const RecurrenceTask* tasks, int count, int steps, int hidden, int from, int to) {
+  run_tasks<Scalar>(tasks, count, steps, hidden, from, to);
 }
 
 }  // namespace speakerseg::cpu::isa
