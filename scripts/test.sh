@@ -12,8 +12,9 @@ scripts/setup.sh
 status=0
 meson test -C build --print-errorlogs || status=1
 
-# -O1 with line tables only (-g1) halves this build's compile time; the numeric kernels keep -O2
-# (core/meson.build), without which the sanitized tests take twice as long.
+# -O1 with line tables only (-g1) halves this build's compile time; the numeric kernels keep -O2,
+# without which the sanitized tests take twice as long, and run sanitized in their own suites
+# only: the others link them plain (core/meson.build).
 if ! [ -f build-asan/build.ninja ]; then
   meson setup build-asan --buildtype=debugoptimized -Doptimization=1 -Dcpp_args=-g1 -Dc_args=-g1 \
     -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled
