@@ -224,28 +224,31 @@ TEST_P(LstmRecurrence, ASequenceDoesNotDependOnItsCompany) {
   }
 }
 
-// The voice encoder splits a lone partial's hidden units across threads that meet after every
-// step: the same numbers, bit for bit, for every share (even and uneven, more threads than cores)
-// and both directions. A part that read h(t-1) before its peers had written it would differ.
-TEST_P(LstmRecurrence, OneSequenceSplitAcrossThreadsIsTheSameBitForBit) {
+// The voice encoder splits a few partials' hidden units across threads that meet after every
+// step: the same numbers, bit for bit, for every share (even and uneven, more threads than cores),
+// one sequence or several, both directions. A part that read h(t-1) before its peers had written it
+// would differ.
+TEST_P(LstmRecurrence, SequencesSplitAcrossThreadsAreTheSameBitForBit) {
   const int steps = 23;
   for (int hidden : {96, 256}) {
     const Direction w = random_direction(hidden, 31, 0.2f);
     const cpu::PackedLstmWeights packed(w.r.data(), w.bias.data(), hidden, GetParam());
-    for (int d = 0; d < 2; ++d) {
-      Sequences whole = random_sequences(1, steps, hidden, 40 + d);
-      cpu::LstmRecurrenceJob job = job_for(packed, whole, d);
-      cpu::run_lstm_recurrence(&job, 1, steps);
-      for (int threads : {2, 3, 5}) {
-        Sequences split = whole;
-        std::fill(split.out.begin(), split.out.end(), NAN);
-        std::fill(split.cell.begin(), split.cell.end(), NAN);
-        cpu::run_lstm_recurrence_split(job_for(packed, split, d), steps, threads);
-        ASSERT_EQ(0,
-                  std::memcmp(split.out.data(), whole.out.data(), split.out.size() * sizeof(float)))
-            << "hidden " << hidden << ", direction " << d << ", " << threads << " threads";
+    for (int d = 0; d < 2; ++d)
+      for (int count : {1, 3}) {
+        Sequences whole = random_sequences(count, steps, hidden, 40 + d + count);
+        cpu::LstmRecurrenceJob job = job_for(packed, whole, d);
+        cpu::run_lstm_recurrence(&job, 1, steps);
+        for (int threads : {2, 3, 5}) {
+          Sequences split = whole;
+          std::fill(split.out.begin(), split.out.end(), NAN);
+          std::fill(split.cell.begin(), split.cell.end(), NAN);
+          cpu::run_lstm_recurrence_split(job_for(packed, split, d), steps, threads);
+          ASSERT_EQ(
+              0, std::memcmp(split.out.data(), whole.out.data(), split.out.size() * sizeof(float)))
+              << "hidden " << hidden << ", direction " << d << ", " << count << " sequences, "
+              << threads << " threads";
+        }
       }
-    }
   }
 }
 

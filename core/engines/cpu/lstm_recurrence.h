@@ -69,8 +69,9 @@ void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps);
 // One job on up to `threads` threads (an OpenMP team): each computes its share of the hidden units,
 // and a step begins when all of the step before is done, since its product needs all of h(t-1)
 // (shared_steps.h, which also copes with a thread the OS has descheduled). For one sequence on
-// several cores, which the lockstep above cannot spread: each core streams only its share of the
-// recurrent weights (half of the voice encoder's 1 MB on two cores, which then fits a 512 KB L2).
+// several cores, which the lockstep above cannot spread, or a few whose weights do not fit one
+// core's cache: each core streams only its share of the recurrent weights (half of the voice
+// encoder's 1 MB on two cores, which then fits a 512 KB L2), once for all the job's sequences.
 // The numbers are exactly run_lstm_recurrence's, bit for bit.
 void run_lstm_recurrence_split(const LstmRecurrenceJob& job, int steps, int threads);
 
