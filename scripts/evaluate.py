@@ -130,6 +130,7 @@ def run_changes(args, wav, latency, reidentify, precision, tmp):
     if reidentify == "on":
         cmd += ["--reidentify"]
         for opt in ("voice_threshold", "keep_threshold", "split_threshold", "evidence_seconds",
+                    "candidate_seconds",
                     "decision_seconds", "clean_others", "young_merge_margin", "max_speakers"):
             if getattr(args, opt) is not None:
                 cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
@@ -190,6 +191,7 @@ def main():
     ap.add_argument("--reidentify", nargs="+", default=["off"], choices=["off", "on"],
                     help="identity by voice off and/or on (each a row)")
     for opt in ("voice-threshold", "keep-threshold", "split-threshold", "evidence-seconds",
+                "candidate-seconds",
                 "decision-seconds", "clean-others", "young-merge-margin"):
         ap.add_argument("--" + opt, dest=opt.replace("-", "_"), type=float)
     ap.add_argument("--max-speakers", dest="max_speakers", type=int)

@@ -433,6 +433,7 @@ int cmd_changes(const Args& a) {
   id.keep_threshold = a.number("keep-threshold", id.keep_threshold);
   id.split_threshold = a.number("split-threshold", id.split_threshold);
   id.evidence_seconds = a.number("evidence-seconds", id.evidence_seconds);
+  id.candidate_seconds = a.number("candidate-seconds", id.candidate_seconds);
   id.decision_seconds = a.number("decision-seconds", id.decision_seconds);
   id.clean_others = a.number("clean-others", id.clean_others);
   id.young_merge_margin = a.number("young-merge-margin", id.young_merge_margin);

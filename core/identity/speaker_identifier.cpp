@@ -331,8 +331,11 @@ bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& sti
       // A provisional voice is weighed as soon as one partial's worth is there: the sooner a
       // returning speaker is recognised, the fewer turns carry the wrong name.
       const Voice* v = voices_.find(l.voice);
-      const double wanted = v && v->has_voiceprint() ? settings_.evidence_seconds * kSampleRate
-                                                     : static_cast<double>(kPartialAudio);
+      const double wanted =
+          !(v && v->has_voiceprint()) ? static_cast<double>(kPartialAudio)
+          : l.candidate.empty()
+              ? settings_.evidence_seconds * kSampleRate
+              : std::max(settings_.candidate_seconds * kSampleRate, double{kPartialAudio});
       if (static_cast<double>(l.evidence.size()) >= wanted && !weigh_evidence(clean, k, tracker))
         return false;
     }

@@ -39,6 +39,9 @@ struct IdentitySettings {
   double young_merge_margin = 0.15;
   double clean_others = 0.5;      // a frame is clean for a speaker when nobody else is above this
   double evidence_seconds = 3.0;  // clean speech per evidence embedding
+  // Clean speech of the evidence after a candidate (at least one partial): the one that confirms
+  // a newcomer carried into a trusted label, and so how long the old name stays on them.
+  double candidate_seconds = 3.0;
   double decision_seconds = 3.0;  // most clean speech a first decision embeds
   int max_speakers = 0;           // 0: no limit; beyond it, new voices go to the nearest known
   int capacity = 1000;            // people remembered; the least recently heard go first
