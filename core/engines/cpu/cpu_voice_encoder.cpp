@@ -110,7 +110,7 @@ class CpuVoiceEncoder final : public VoiceEncoder {
 
  private:
   static constexpr size_t kRowBlock = 512;
-  static constexpr int kSplitPerThread = 2;  // batches up to this many partials a thread split
+  static constexpr int kSplitPerThread = 2;  // batches of up to this many partials a thread: split
 
   std::shared_ptr<const VoiceModel> model_;
   const int threads_;

@@ -140,8 +140,8 @@ isa::RecurrenceTask task_of(const LstmRecurrenceJob& job) {
           job.reverse};
 }
 
-void run_tasks(LstmIsa kernel, const isa::RecurrenceTask* tasks, int count, int steps, int hidden,
-               int from, int to) {
+void run_kernel(LstmIsa kernel, const isa::RecurrenceTask* tasks, int count, int steps, int hidden,
+                int from, int to) {
   switch (kernel) {
 #if defined(__x86_64__)
     case LstmIsa::kAvx512:
@@ -172,7 +172,7 @@ void run_lstm_recurrence(const LstmRecurrenceJob* jobs, int count, int steps) {
       throw std::invalid_argument("LSTM recurrence jobs packed for different kernels");
     tasks[i] = task_of(jobs[i]);
   }
-  run_tasks(first.isa(), tasks, count, steps, first.hidden(), 0, steps);
+  run_kernel(first.isa(), tasks, count, steps, first.hidden(), 0, steps);
 }
 
 void run_lstm_recurrence_split(const LstmRecurrenceJob& job, int steps, int threads) {
@@ -192,7 +192,7 @@ void run_lstm_recurrence_split(const LstmRecurrenceJob& job, int steps, int thre
       isa::RecurrenceTask task = whole;
       task.block_begin = quantum * (units * part / parts);
       task.block_end = quantum * (units * (part + 1) / parts);
-      run_tasks(job.weights->isa(), &task, 1, steps, job.weights->hidden(), t, t + 1);
+      run_kernel(job.weights->isa(), &task, 1, steps, job.weights->hidden(), t, t + 1);
     });
   }
 }
