@@ -139,16 +139,8 @@ class CpuEngine final : public SegmentationEngine {
 
     timed(kWaveNorm, [&] {
       parallel_for(B, threads_, [&](int b, int) {
-        const float* x = audio + static_cast<size_t>(b) * samples;
-        float* y = &wave_[static_cast<size_t>(b) * samples];
-        double sum = 0, sq = 0;
-        for (int i = 0; i < samples; ++i) sum += x[i];
-        const double mean = sum / samples;
-        for (int i = 0; i < samples; ++i) sq += (x[i] - mean) * (x[i] - mean);
-        const float mul =
-            static_cast<float>(m.wav_norm_scale / std::sqrt(sq / samples + m.norm_eps));
-        const float add = static_cast<float>(m.wav_norm_bias - mean * mul);
-        for (int i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
+        cpu::normalize_wave(audio + static_cast<size_t>(b) * samples, samples, m.wav_norm_scale,
+                            m.wav_norm_bias, m.norm_eps, &wave_[static_cast<size_t>(b) * samples]);
       });
     });
 
@@ -222,13 +214,12 @@ class CpuEngine final : public SegmentationEngine {
     });
   }
 
+  // One window per task: splitting a window's channels between threads was slower than one thread
+  // (the halves share cache lines of every row), and a vectorised window takes 0.15 ms at most.
   void norm(float* x, int B, int rows, int channels, int stage) {
-    const int parts = B >= threads_ ? 1 : threads_;
-    parallel_for(B * parts, threads_, [&](int task, int) {
-      const int b = task / parts, p = task % parts;
-      const int c0 = channels * p / parts, c1 = channels * (p + 1) / parts;
+    parallel_for(B, threads_, [&](int b, int) {
       cpu::instance_norm_leaky_relu(x + static_cast<size_t>(b) * rows * channels, rows, channels,
-                                    c0, c1, model_->norm_scale[stage].data(),
+                                    model_->norm_scale[stage].data(),
                                     model_->norm_bias[stage].data(), model_->norm_eps,
                                     model_->leaky_slope);
     });

@@ -31,32 +31,63 @@ void max_pool3(const float* in, int rows, int channels, bool absolute, float* ou
   }
 }
 
-void instance_norm_leaky_relu(float* x, int rows, int channels, int c0, int c1, const float* scale,
+SPEAKERSEG_CLONES
+void normalize_wave(const float* x, int samples, float scale, float bias, float eps, float* y) {
+  // Double sums, as the reference keeps them, in kLanes independent partial sums: one running
+  // double sum is a chain of dependent additions, which the compiler may not reorder, and over
+  // 160 000 samples that chain cost more than the rest of the stage.
+  constexpr int kLanes = 16;
+  double part[kLanes] = {0};
+  int i = 0;
+  for (; i + kLanes <= samples; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) part[k] += x[i + k];
+  for (; i < samples; ++i) part[i % kLanes] += x[i];
+  double sum = 0;
+  for (int k = 0; k < kLanes; ++k) sum += part[k];
+  const double mean = sum / samples;
+  for (int k = 0; k < kLanes; ++k) part[k] = 0;
+  for (i = 0; i + kLanes <= samples; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const double d = x[i + k] - mean;
+      part[k] += d * d;
+    }
+  for (; i < samples; ++i) {
+    const double d = x[i] - mean;
+    part[i % kLanes] += d * d;
+  }
+  double sq = 0;
+  for (int k = 0; k < kLanes; ++k) sq += part[k];
+  const float mul = static_cast<float>(scale / std::sqrt(sq / samples + eps));
+  const float add = static_cast<float>(bias - mean * mul);
+  for (i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
+}
+
+SPEAKERSEG_CLONES
+void instance_norm_leaky_relu(float* x, int rows, int channels, const float* scale,
                               const float* bias, float eps, float slope) {
-  const int n = c1 - c0;
   // Double accumulators: a 5 325-row channel summed in float loses digits the reference keeps.
   double sum[128] = {0}, sq[128] = {0};
   for (int r = 0; r < rows; ++r) {
-    const float* row = x + static_cast<size_t>(r) * channels + c0;
-    for (int k = 0; k < n; ++k) sum[k] += row[k];
+    const float* row = x + static_cast<size_t>(r) * channels;
+    for (int k = 0; k < channels; ++k) sum[k] += row[k];
   }
   float mean[128], mul[128], add[128];
-  for (int k = 0; k < n; ++k) mean[k] = static_cast<float>(sum[k] / rows);
+  for (int k = 0; k < channels; ++k) mean[k] = static_cast<float>(sum[k] / rows);
   for (int r = 0; r < rows; ++r) {
-    const float* row = x + static_cast<size_t>(r) * channels + c0;
-    for (int k = 0; k < n; ++k) {
+    const float* row = x + static_cast<size_t>(r) * channels;
+    for (int k = 0; k < channels; ++k) {
       const double d = row[k] - mean[k];
       sq[k] += d * d;
     }
   }
-  for (int k = 0; k < n; ++k) {
+  for (int k = 0; k < channels; ++k) {
     const float inv = static_cast<float>(1.0 / std::sqrt(sq[k] / rows + eps));
-    mul[k] = inv * scale[c0 + k];
-    add[k] = bias[c0 + k] - mean[k] * mul[k];
+    mul[k] = inv * scale[k];
+    add[k] = bias[k] - mean[k] * mul[k];
   }
   for (int r = 0; r < rows; ++r) {
-    float* row = x + static_cast<size_t>(r) * channels + c0;
-    for (int k = 0; k < n; ++k) {
+    float* row = x + static_cast<size_t>(r) * channels;
+    for (int k = 0; k < channels; ++k) {
       const float v = row[k] * mul[k] + add[k];
       row[k] = v < 0.f ? v * slope : v;
     }

@@ -10,9 +10,13 @@ namespace speakerseg::cpu {
 // rows (of |x| when `absolute`). Output rows are `out_stride` floats apart.
 void max_pool3(const float* in, int rows, int channels, bool absolute, float* out);
 
-// In-place instance norm over `rows` of channels [c0, c1) of a channels-last map, then affine and
-// LeakyReLU.
-void instance_norm_leaky_relu(float* x, int rows, int channels, int c0, int c1, const float* scale,
+// y = (x - mean) / sqrt(variance + eps) * scale + bias over one window of `samples` (the
+// network's normalisation of the waveform); mean and variance summed in double.
+void normalize_wave(const float* x, int samples, float scale, float bias, float eps, float* y);
+
+// In-place instance norm over `rows` of a channels-last map (at most 128 channels), then affine
+// and LeakyReLU.
+void instance_norm_leaky_relu(float* x, int rows, int channels, const float* scale,
                               const float* bias, float eps, float slope);
 
 // out[i] = leaky_relu(x[i] + bias[i % n]) over `rows` rows of `n` values.
