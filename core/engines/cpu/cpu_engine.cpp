@@ -172,17 +172,9 @@ class CpuEngine final : public SegmentationEngine {
       float* sums = &thread_scratch_[thread * scratch_stride_];            // [n][126]
       float* diffs = sums + static_cast<size_t>(kSincRows) * (kSide + 1);  // [n][125]
       float* conv = diffs + static_cast<size_t>(kSincRows) * kSide;        // [n][80]
-      const float* x = &wave_[static_cast<size_t>(b) * samples];
-      for (int r = 0; r < n; ++r) {
-        const float* p = x + static_cast<size_t>(r0 + r) * kSincStride;
-        float* s = sums + r * (kSide + 1);
-        float* d = diffs + r * kSide;
-        for (int k = 0; k < kSide; ++k) {
-          s[k] = p[k] + p[kSincKernel - 1 - k];
-          d[k] = p[k] - p[kSincKernel - 1 - k];
-        }
-        s[kSide] = p[kSide];
-      }
+      cpu::symmetric_pairs(
+          &wave_[static_cast<size_t>(b) * samples + static_cast<size_t>(r0) * kSincStride], n,
+          kSincStride, kSide, sums, diffs);
       gemm(true, n, half, kSide + 1, sums, kSide + 1, sinc_even_.data(), kSide + 1, 0.f, conv,
            kSincFilters);
       gemm(true, n, half, kSide, diffs, kSide, sinc_odd_.data(), kSide, 0.f, conv + half,

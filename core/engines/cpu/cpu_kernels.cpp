@@ -32,6 +32,21 @@ void max_pool3(const float* in, int rows, int channels, bool absolute, float* ou
 }
 
 SPEAKERSEG_CLONES
+void symmetric_pairs(const float* x, int rows, int stride, int side, float* sums, float* diffs) {
+  for (int r = 0; r < rows; ++r) {
+    const float* w = x + static_cast<size_t>(r) * stride;
+    const float* mirror = w + 2 * side;
+    float* s = sums + static_cast<size_t>(r) * (side + 1);
+    float* d = diffs + static_cast<size_t>(r) * side;
+    for (int k = 0; k < side; ++k) {
+      s[k] = w[k] + mirror[-k];
+      d[k] = w[k] - mirror[-k];
+    }
+    s[side] = w[side];
+  }
+}
+
+SPEAKERSEG_CLONES
 void normalize_wave(const float* x, int samples, float scale, float bias, float eps, float* y) {
   // Double sums, as the reference keeps them, in kLanes independent partial sums: one running
   // double sum is a chain of dependent additions, which the compiler may not reorder, and over

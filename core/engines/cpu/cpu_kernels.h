@@ -10,6 +10,11 @@ namespace speakerseg::cpu {
 // rows (of |x| when `absolute`). Output rows are `out_stride` floats apart.
 void max_pool3(const float* in, int rows, int channels, bool absolute, float* out);
 
+// For `rows` windows of 2 * side + 1 samples, `stride` apart from x on: sums[r][k] = w[k] +
+// w[2 side - k] for k <= side (the centre sample alone at k = side) and diffs[r][k] = w[k] -
+// w[2 side - k] for k < side, so that symmetric and antisymmetric filters take half the products.
+void symmetric_pairs(const float* x, int rows, int stride, int side, float* sums, float* diffs);
+
 // y = (x - mean) / sqrt(variance + eps) * scale + bias over one window of `samples` (the
 // network's normalisation of the waveform); mean and variance summed in double.
 void normalize_wave(const float* x, int samples, float scale, float bias, float eps, float* y);
