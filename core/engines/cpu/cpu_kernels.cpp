@@ -51,30 +51,25 @@ void normalize_wave(const float* x, int samples, float scale, float bias, float 
   // Double sums, as the reference keeps them, in kLanes independent partial sums: one running
   // double sum is a chain of dependent additions, which the compiler may not reorder, and over
   // 160 000 samples that chain cost more than the rest of the stage.
-  constexpr int kLanes = 16;
-  double part[kLanes] = {0};
-  int i = 0;
-  for (; i + kLanes <= samples; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) part[k] += x[i + k];
-  for (; i < samples; ++i) part[i % kLanes] += x[i];
-  double sum = 0;
-  for (int k = 0; k < kLanes; ++k) sum += part[k];
-  const double mean = sum / samples;
-  for (int k = 0; k < kLanes; ++k) part[k] = 0;
-  for (i = 0; i + kLanes <= samples; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) {
-      const double d = x[i + k] - mean;
-      part[k] += d * d;
-    }
-  for (; i < samples; ++i) {
-    const double d = x[i] - mean;
-    part[i % kLanes] += d * d;
-  }
-  double sq = 0;
-  for (int k = 0; k < kLanes; ++k) sq += part[k];
+  auto lane_sum = [&](auto term) {
+    constexpr int kLanes = 16;
+    double part[kLanes] = {0};
+    int i = 0;
+    for (; i + kLanes <= samples; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) part[k] += term(x[i + k]);
+    for (; i < samples; ++i) part[i % kLanes] += term(x[i]);
+    double sum = 0;
+    for (int k = 0; k < kLanes; ++k) sum += part[k];
+    return sum;
+  };
+  const double mean = lane_sum([](float v) { return static_cast<double>(v); }) / samples;
+  const double sq = lane_sum([mean](float v) {
+    const double d = v - mean;
+    return d * d;
+  });
   const float mul = static_cast<float>(scale / std::sqrt(sq / samples + eps));
   const float add = static_cast<float>(bias - mean * mul);
-  for (i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
+  for (int i = 0; i < samples; ++i) y[i] = x[i] * mul + add;
 }
 
 SPEAKERSEG_CLONES

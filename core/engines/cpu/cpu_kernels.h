@@ -7,7 +7,7 @@
 namespace speakerseg::cpu {
 
 // Reads `rows` x `channels` (channels-last), writes rows/3 x channels of max over each group of 3
-// rows (of |x| when `absolute`). Output rows are `out_stride` floats apart.
+// rows (of |x| when `absolute`), also channels-last.
 void max_pool3(const float* in, int rows, int channels, bool absolute, float* out);
 
 // For `rows` windows of 2 * side + 1 samples, `stride` apart from x on: sums[r][k] = w[k] +
