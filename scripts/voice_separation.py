@@ -12,10 +12,13 @@ usual first step of a cosine back-end), and after removing each recording's own 
 each of the stream's match thresholds (--thresholds), compares the raw cosine on train with train
 centred fairly (each piece by the mean of the other recordings' pieces) at the threshold that
 accepts as many different-people pairs: how often the same person is missed and two people of one
-recording are taken for one.
+recording are taken for one. Last, on train, a piece against a person's other pieces of one
+recording: their centroid (what a voiceprint is) against their nearest piece (exemplars), at as
+many false accepts (--false-accepts).
 
   .venv/bin/python3 scripts/voice_separation.py [--speakerseg build/tools/speakerseg]
-                                                [--seconds 3] [--thresholds 0.70 0.75] [--json]
+                                                [--seconds 3] [--thresholds 0.70 0.75]
+                                                [--false-accepts 0.05 0.02] [--json]
 """
 import argparse
 import collections
@@ -121,6 +124,36 @@ def operating_points(rows, X, thresholds):
     return out
 
 
+def centroid_or_nearest(rows, X, false_accepts):
+    """Each piece against each (recording, person) group of the others: the group's centroid or
+    its nearest piece, at matched false accepts; misses of the same person counted per trial."""
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    groups = collections.defaultdict(list)
+    for i, (rec, who, _, _) in enumerate(rows):
+        groups[(rec, who)].append(i)
+    trials = {"centroid": collections.defaultdict(list), "nearest piece": collections.defaultdict(list)}
+    for i, (rec, who, _, _) in enumerate(rows):
+        for (grec, gwho), idx in groups.items():
+            idx = [j for j in idx if j != i]
+            if not idx:
+                continue
+            key = ("one recording" if grec == rec else "across recordings", gwho == who)
+            c = X[idx].sum(0)
+            trials["centroid"][key].append(float(c @ X[i] / np.linalg.norm(c)))
+            trials["nearest piece"][key].append(float((X[idx] @ X[i]).max()))
+    out = []
+    for fa in false_accepts:
+        row = {"false accepts": fa}
+        for how, k in trials.items():
+            diff = np.concatenate([v for (w, same), v in k.items() if not same])
+            t = float(np.quantile(diff, 1 - fa))
+            across = np.array(k[("across recordings", True)])
+            row[how] = {"threshold": t, "missed across recordings": int((across < t).sum()),
+                        "trials across recordings": len(across)}
+        out.append(row)
+    return out
+
+
 def score(rows, X):
     kinds = pair_kinds(rows, X)
     same = [s for k, v in kinds.items() if k[1] == "same person" for s in v]
@@ -139,6 +172,7 @@ def main():
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--thresholds", type=float, nargs="+", default=[0.70, 0.75])
+    ap.add_argument("--false-accepts", type=float, nargs="+", default=[0.05, 0.02])
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows, embs = {}, {}
@@ -163,6 +197,8 @@ def main():
                         "own recording's mean removed": score([rows[name][i] for i in keep], own)}
     result["train"]["operating points"] = operating_points(rows["train"], embs["train"],
                                                            args.thresholds)
+    result["train"]["centroid or nearest piece"] = centroid_or_nearest(
+        rows["train"], embs["train"], args.false_accepts)
     if args.json:
         print(json.dumps(result, indent=1))
         return
@@ -186,6 +222,12 @@ def main():
             print(f"    {how:10s} at {r['threshold']:.2f}: missed {r['missed, same person across recordings']:.2f}"
                   f" across recordings, {r['missed, same person in one recording']:.2f} in one;"
                   f" {r['merged, different people of one recording']} pairs of one recording merged")
+
+    print("train, a piece against a person's pieces of another recording: centroid | nearest piece")
+    for row in result["train"]["centroid or nearest piece"]:
+        print(f"  false accepts {row['false accepts']:.2f}: " + "; ".join(
+            f"{how} at {row[how]['threshold']:.2f} misses {row[how]['missed across recordings']}"
+            f" of {row[how]['trials across recordings']}" for how in ("centroid", "nearest piece")))
 
 
 if __name__ == "__main__":
