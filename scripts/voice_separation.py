@@ -30,6 +30,8 @@ import sys
 import tempfile
 
 import numpy as np
+from pyannote.core import Timeline
+from pyannote.database.util import load_rttm
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
@@ -37,34 +39,12 @@ SETS = {"train": "train.rttm", "development": "development.rttm"}
 PARTIAL = 1.6
 
 
-def alone(turns, who, start, end):
-    """[start, end) less every turn of somebody else."""
-    pieces = [(start, end)]
-    for s, e, w in turns:
-        if w == who:
-            continue
-        cut = []
-        for a, b in pieces:
-            if e <= a or s >= b:
-                cut.append((a, b))
-                continue
-            if s > a:
-                cut.append((a, s))
-            if e < b:
-                cut.append((e, b))
-        pieces = cut
-    return pieces
-
-
 def pieces(rttm, seconds):
-    turns = collections.defaultdict(list)
-    for line in open(rttm):
-        p = line.split()
-        turns[p[1]].append((float(p[3]), float(p[3]) + float(p[4]), p[7]))
-    for rec, ts in sorted(turns.items()):
-        for s, e, who in ts:
-            for a, b in alone(ts, who, s, e):
-                t = a
+    for rec, ann in sorted(load_rttm(str(rttm)).items()):
+        for turn, _, who in ann.itertracks(yield_label=True):
+            others = Timeline([seg for seg, _, w in ann.itertracks(yield_label=True) if w != who])
+            for alone in Timeline([turn]).extrude(others):
+                t, b = alone.start, alone.end
                 while b - t >= PARTIAL:
                     u = b if b - t < seconds + PARTIAL else t + seconds
                     yield rec, who, t, u
@@ -89,14 +69,29 @@ def eer(same, diff):
     return best[1], best[2]
 
 
+PERSON = {True: "same person", False: "different people"}
+
+
+def unit(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def where(a, b):
+    return "one recording" if a == b else "across recordings"
+
+
+def of(kinds, same):
+    """Every score of the same person (same=True) or of different people, wherever."""
+    return np.concatenate([v for (_, s), v in kinds.items() if s == same])
+
+
 def pair_kinds(rows, X):
-    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    """Cosine of every pair of pieces, by (where, same person)."""
+    X = unit(X)
     S = X @ X.T
     kinds = collections.defaultdict(list)
     for i, j in itertools.combinations(range(len(rows)), 2):
-        where = "one recording" if rows[i][0] == rows[j][0] else "across recordings"
-        kinds[(where, "same person" if rows[i][1] == rows[j][1] else "different people")].append(
-            float(S[i, j]))
+        kinds[(where(rows[i][0], rows[j][0]), rows[i][1] == rows[j][1])].append(float(S[i, j]))
     return {k: np.array(v) for k, v in kinds.items()}
 
 
@@ -106,28 +101,27 @@ def operating_points(rows, X, thresholds):
     others = np.array([X[[j for j in range(len(X)) if recs[j] != recs[i]]].mean(0)
                        for i in range(len(X))])
     raw, cen = pair_kinds(rows, X), pair_kinds(rows, X - others)
-    diff = lambda k: np.concatenate([v for (w, p), v in k.items() if p == "different people"])
 
     def rates(k, t):
         return {"threshold": float(t),
                 "missed, same person across recordings":
-                    float((k[("across recordings", "same person")] < t).mean()),
+                    float((k[("across recordings", True)] < t).mean()),
                 "missed, same person in one recording":
-                    float((k[("one recording", "same person")] < t).mean()),
+                    float((k[("one recording", True)] < t).mean()),
                 "merged, different people of one recording":
-                    int((k[("one recording", "different people")] >= t).sum())}
+                    int((k[("one recording", False)] >= t).sum())}
     out = []
     for t in thresholds:
-        fa = float((diff(raw) >= t).mean())
+        fa = float((of(raw, False) >= t).mean())
         out.append({"false accepts": fa, "raw cosine": rates(raw, t),
-                    "centred": rates(cen, np.quantile(diff(cen), 1 - fa))})
+                    "centred": rates(cen, np.quantile(of(cen, False), 1 - fa))})
     return out
 
 
 def centroid_or_nearest(rows, X, false_accepts):
     """Each piece against each (recording, person) group of the others: the group's centroid or
     its nearest piece, at matched false accepts; misses of the same person counted per trial."""
-    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    X = unit(X)
     groups = collections.defaultdict(list)
     for i, (rec, who, _, _) in enumerate(rows):
         groups[(rec, who)].append(i)
@@ -137,7 +131,7 @@ def centroid_or_nearest(rows, X, false_accepts):
             idx = [j for j in idx if j != i]
             if not idx:
                 continue
-            key = ("one recording" if grec == rec else "across recordings", gwho == who)
+            key = (where(grec, rec), gwho == who)
             c = X[idx].sum(0)
             trials["centroid"][key].append(float(c @ X[i] / np.linalg.norm(c)))
             trials["nearest piece"][key].append(float((X[idx] @ X[i]).max()))
@@ -145,8 +139,7 @@ def centroid_or_nearest(rows, X, false_accepts):
     for fa in false_accepts:
         row = {"false accepts": fa}
         for how, k in trials.items():
-            diff = np.concatenate([v for (w, same), v in k.items() if not same])
-            t = float(np.quantile(diff, 1 - fa))
+            t = float(np.quantile(of(k, False), 1 - fa))
             across = np.array(k[("across recordings", True)])
             row[how] = {"threshold": t, "missed across recordings": int((across < t).sum()),
                         "trials across recordings": len(across)}
@@ -156,14 +149,12 @@ def centroid_or_nearest(rows, X, false_accepts):
 
 def score(rows, X):
     kinds = pair_kinds(rows, X)
-    same = [s for k, v in kinds.items() if k[1] == "same person" for s in v]
-    diff = [s for k, v in kinds.items() if k[1] == "different people" for s in v]
-    out = {"eer": eer(same, diff)}
-    one = [kinds.get(("one recording", p), []) for p in ("same person", "different people")]
+    out = {"eer": eer(of(kinds, True), of(kinds, False))}
+    one = [kinds.get(("one recording", same), []) for same in (True, False)]
     if all(len(v) for v in one):
         out["eer one recording"] = eer(*one)
-    out["pairs"] = {f"{w}, {p}": {"n": len(v), "mean": float(np.mean(v))}
-                    for (w, p), v in sorted(kinds.items())}
+    out["pairs"] = {f"{w}, {PERSON[same]}": {"n": len(v), "mean": float(np.mean(v))}
+                    for (w, same), v in sorted(kinds.items())}
     return out
 
 
@@ -222,7 +213,6 @@ def main():
             print(f"    {how:10s} at {r['threshold']:.2f}: missed {r['missed, same person across recordings']:.2f}"
                   f" across recordings, {r['missed, same person in one recording']:.2f} in one;"
                   f" {r['merged, different people of one recording']} pairs of one recording merged")
-
     print("train, a piece against a person's pieces of another recording: centroid | nearest piece")
     for row in result["train"]["centroid or nearest piece"]:
         print(f"  false accepts {row['false accepts']:.2f}: " + "; ".join(
