@@ -15,6 +15,14 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
+import gst_plugins  # noqa: E402
+
+# What the examples' pipelines (uridecodebin of a WAV file ! audioconvert ! audioresample !
+# speakerchange ! appsink or fakesink) load.
+PLUGINS = ("coreelements", "playback", "typefindfunctions", "wavparse", "audioconvert", "audioresample",
+           "app")
+
 # "   6.663 s  nobody -> speaker-0  active [speaker-0]  confidence 0.847  delay 2.337 s", after a
 # source ("bus", "stream") or a channel tag ("[studio-a]"), or nothing (the Python example).
 CHANGE = re.compile(r"^(?P<tag>\S+)?\s+(?P<time>\d+\.\d{3}) s  (?P<previous>\S+) -> (?P<speaker>\S+)"
@@ -76,6 +84,7 @@ def need(path):
 
 def main():
     mode, speakerseg, model = sys.argv[1:4]
+    gst_plugins.use_only(*PLUGINS)
     rest = sys.argv[4:]
     fails = []
     if mode in ("print-changes", "python"):

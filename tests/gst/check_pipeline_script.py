@@ -10,6 +10,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
+import gst_plugins  # noqa: E402
+
+# Decoding WAV, Ogg Vorbis and WebM, and making the Ogg and WebM copies.
+gst_plugins.use_only("coreelements", "playback", "typefindfunctions", "wavparse", "audioconvert",
+                     "audioresample", "ogg", "vorbis", "matroska", "vpx", "videotestsrc")
+
 root, speakerseg, model, ref = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], pathlib.Path(sys.argv[4])
 manifest = dict(line.split(" ", 1) for line in (ref / "manifest.txt").read_text().splitlines())
 recording = manifest["recording"]
