@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Prepares .gpu-bundle/ (git-ignored) for scripts/gpu-check.sh: what a GPU machine with nvcc and
-# cuDNN, but no network and none of Debian's -dev packages, lacks to build and test the core.
+# Prepares .gpu-bundle/ (git-ignored) for scripts/gpu-check.sh: what a GPU machine with nvcc, cuDNN,
+# a C++ compiler, ninja and Python 3, but no network and none of Debian's packages, lacks to build
+# the project with meson from meson.build (the one build definition) and test the core.
 #
-#   deps.tar.xz  Debian 12 packages unpacked with dpkg-deb -x, trimmed to headers and libraries:
-#                oneDNN, ONNX (onnx_proto), protobuf, libsndfile and the codecs it links,
-#                the OpenCL loader oneDNN links, GoogleTest (static).
+#   deps.tar.xz  Debian 12 packages unpacked with dpkg-deb -x, trimmed to headers, libraries and
+#                their pkg-config files: oneDNN, ONNX (onnx_proto), protobuf, libsndfile and the
+#                codecs it links, the OpenCL loader oneDNN links, GoogleTest (static), and pkgconf
+#                (meson's dependency() asks pkg-config).
+#   meson-*.whl  meson, a pure-Python wheel from PyPI (MESON_VERSION).
 #   data.tar.xz  models/segmentation-3.0.onnx with its licence, the parity tests' reference
 #                tensors (build/tests/reference: ONNX Runtime's outputs on real speech) and
 #                sample.wav with its licence (the benchmark's windows).
@@ -27,7 +30,11 @@ PACKAGES=(
   libmp3lame0
   libgtest-dev
   nlohmann-json3-dev
+  pkgconf-bin libpkgconf3
 )
+# Newer than Debian 12's meson 1.0.1, which predates the GPU machine's Python 3.12; runs on 3.7 to
+# 3.13. The build definition is the same: CI builds the GPU check's way with this wheel too.
+MESON_VERSION=1.6.1
 MODEL=models/segmentation-3.0.onnx
 VOICE_MODEL=models/voice-encoder-ge2e.onnx
 REFERENCE=build/tests/reference
@@ -54,6 +61,8 @@ fi
 grep -q '^source shared' "$REFERENCE/manifest.txt" ||
   die "$REFERENCE was made from synthesised speech; the GPU check wants the real recordings"
 
+# Two cores make the compression take half as long (CI runs this script too).
+export XZ_OPT=${XZ_OPT:--T0}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/debs" "$stage/root" "$stage/data"
@@ -76,17 +85,26 @@ for p in "${PACKAGES[@]}"; do
 done
 for deb in "$stage"/debs/*.deb; do dpkg-deb -x "$deb" "$stage/root"; done
 
-# Headers and libraries only: no documentation, no CMake files, no unused ONNX library.
+# Headers, libraries, their pkg-config files and pkgconf: no documentation, no CMake files, no
+# unused ONNX library.
 lib=usr/lib/x86_64-linux-gnu
-keep=(usr/include)
+keep=(usr/include usr/bin/pkgconf usr/share/pkgconfig)
 for f in "$stage/root/$lib"/*; do
   case "$(basename "$f")" in
-    libonnx.so* | libonnxifi* | *.cmake | cmake | pkgconfig) ;;
-    *.so* | libgtest.a | libgtest_main.a) keep+=("$lib/$(basename "$f")") ;;
+    libonnx.so* | libonnxifi* | *.cmake | cmake) ;;
+    *.so* | libgtest.a | libgtest_main.a | pkgconfig) keep+=("$lib/$(basename "$f")") ;;
   esac
 done
 mkdir -p "$OUT"
 tar -C "$stage/root" -cJf "$OUT/deps.tar.xz" "${keep[@]}"
+
+wheel=meson-$MESON_VERSION-py3-none-any.whl
+rm -f $(ls "$OUT"/meson-*.whl 2>/dev/null | grep -v -F "/$wheel")
+if ! [ -f "$OUT/$wheel" ]; then
+  .venv/bin/python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+    --only-binary=:all: "meson==$MESON_VERSION" -d "$OUT" >/dev/null ||
+    die "pip download meson==$MESON_VERSION failed (PyPI unreachable?)"
+fi
 
 mkdir -p "$stage/data/model" "$stage/data/reference" "$stage/data/reference-voice" "$stage/data/audio"
 cp "$MODEL" models/LICENSE-segmentation-3.0.txt "$stage/data/model/"
@@ -102,10 +120,12 @@ tar -C "$stage/data" -cJf "$OUT/data.tar.xz" model reference reference-voice aud
   echo "packages (Debian, unpacked with dpkg-deb -x):"
   printf '  %s\n' "${versions[@]}"
   echo "reference: $(tr '\n' ';' <"$REFERENCE/manifest.txt")"
-  (cd "$OUT" && sha256sum deps.tar.xz data.tar.xz)
+  echo "meson: $MESON_VERSION (PyPI wheel)"
+  (cd "$OUT" && sha256sum deps.tar.xz data.tar.xz "$wheel")
 } >"$OUT/MANIFEST.txt"
 
-total=$(du -cb "$OUT"/deps.tar.xz "$OUT"/data.tar.xz "$OUT"/MANIFEST.txt | tail -n 1 | cut -f1)
-say "$(du -h "$OUT/deps.tar.xz" | cut -f1) deps.tar.xz, $(du -h "$OUT/data.tar.xz" | cut -f1) data.tar.xz:" \
+total=$(du -cb "$OUT"/deps.tar.xz "$OUT"/data.tar.xz "$OUT/$wheel" "$OUT"/MANIFEST.txt | tail -n 1 | cut -f1)
+say "$(du -h "$OUT/deps.tar.xz" | cut -f1) deps.tar.xz, $(du -h "$OUT/data.tar.xz" | cut -f1) data.tar.xz," \
+  "$(du -h "$OUT/$wheel" | cut -f1) $wheel:" \
   "$((total / 1048576)) MiB in $OUT"
 [ "$total" -lt $((LIMIT_MIB * 1048576)) ] || die "the bundle is over $LIMIT_MIB MiB"

@@ -1,44 +1,102 @@
 #!/usr/bin/env bash
-# The GPU check, one command: on a Linux x86-64 machine with an NVIDIA GPU, nvcc 13 and cuDNN 9
-# (the nvidia-cudnn-cu13 wheel will do), with no network, no GStreamer and none of Debian's -dev
-# packages, it
+# The GPU check, one command: on a Linux x86-64 machine with an NVIDIA GPU, nvcc 13, cuDNN 9 (the
+# nvidia-cudnn-cu13 wheel will do), a C++ compiler, ninja and Python 3, with no network and none of
+# Debian's packages, it
 #   1. prints the GPU, driver, CUDA, cuDNN and NVRTC versions, before anything else;
-#   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the core, the CUDA
-#      module (segmentation engine and voice encoder), speakerseg and the test suites with plain
-#      compiler commands (no meson);
-#   3. runs test_cuda_engine: ONNX Runtime parity of every algorithm, graphs off and on, within
-#      2e-3 on every pass, with the device arena filled with NaN; every stage of the GPU pass
-#      against the host pass, so that a failure names its stage; whether replays are bit-identical
-#      is reported, not asserted, and where they differ the tests run again with
-#      CUBLAS_WORKSPACE_CONFIG=:4096:2 and both results are shown; then test_cuda_voice_encoder:
-#      GE2E embeddings against the original weights (cosine >= 0.9999), every algorithm;
-#   4. prints a benchmark table: per-forward median and p99, windows/s, engine start-up, for batch
-#      1, 2, 4, 8, 16, 32, 64, 128, 512 x each LSTM algorithm x CUDA graphs on/off, the CPU engine
-#      on the same windows, then the fastest algorithm per batch: the table that sets `auto`; then
-#      the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
-#   5. runs 2 000 and 5 000 live channels on one shared CUDA engine (speakerseg live);
-#   6. runs a few GPU tests under compute-sanitizer's memcheck and initcheck while time is left.
-# Meant to finish in under 8 minutes on a 16-core machine; past GPU_CHECK_BUDGET seconds (default
-# 420) it skips the remaining benchmark rows and says so.
+#   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the project with meson
+#      from meson.build, as every build is made (-Dcuda=enabled: a build that cannot find the CUDA
+#      libraries fails instead of quietly leaving the engine out; -Dgst=disabled);
+#   then, in order of value, each phase in its own time slice and never past GPU_CHECK_BUDGET
+#   seconds from the start (what does not fit is skipped and named):
+#   tests       the host suites (meson suite gpu-host), test_cuda_engine (ONNX Runtime parity of
+#               every algorithm, graphs off and on, stage by stage against the host pass; replays
+#               that differ are reported, and the suite runs again with CUBLAS_WORKSPACE_CONFIG),
+#               test_cuda_voice_encoder (GE2E against the original weights);
+#   live        5 000 live channels on one shared CUDA engine (speakerseg live);
+#   table       per-forward median and p99, windows/s, engine start-up, batch 1, 8, 32, 128, 512 x
+#               each LSTM algorithm, graphs on, and the CPU engine on the same windows;
+#   voice       the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
+#   sanitizer   compute-sanitizer memcheck, then initcheck, on a few GPU tests;
+#   long-table  batches 2, 4, 16, 64 graphs on, every batch graphs off, 2 000 live channels;
+#   and last the fastest LSTM algorithm per batch among the rows that ran (the `auto` thresholds).
+# Everything printed also goes to $GPU_CHECK_OUT/gpu-check.txt as it is printed, and the logs (test,
+# build, sanitizer) are packed into $GPU_CHECK_OUT/gpu-check-logs.tar.gz after every phase and at
+# exit, so that a run stopped at its limit still brings back what it found.
 #
 # Usage: scripts/gpu-check.sh [--build-only]
-#   --build-only  no GPU needed: build and run the tests (which then skip), no benchmark.
+#   --build-only  no GPU needed: build and run the tests (the GPU ones skip), nothing else. CI runs
+#                 this (scripts/test.sh), so that what would break the GPU run breaks CI.
 # Exit: 0 all tests passed; 1 a build or test failure; 77 no NVIDIA GPU (nothing checked).
-# Environment: GPU_BUNDLE (default .gpu-bundle), GPU_CHECK_DIR (default /tmp/speakerseg-gpu-check),
-# CUDNN_ROOT / CUDA_HOME to point at cuDNN or the toolkit where the search below misses them.
+# Environment:
+#   GPU_BUNDLE        the bundle (default .gpu-bundle)
+#   GPU_CHECK_DIR     build and scratch folder (default build-gpu-check in the checkout, so that a
+#                     second run on the same machine only rebuilds what changed)
+#   GPU_CHECK_OUT     where gpu-check.txt and gpu-check-logs.tar.gz go (default GPU_CHECK_DIR/results;
+#                     on the device tool: $OUT)
+#   GPU_CHECK_BUDGET  seconds for the whole run, build included (default 300)
+#   GPU_CHECK_PHASES  which phases run (default "tests live table voice sanitizer long-table"); a
+#                     rerun of what a first run skipped names only those
+#   GPU_CHECK_ROW_TIMEOUT  at most this many seconds per benchmark row (default 60)
+#   CUDNN_ROOT / CUDA_HOME  where cuDNN or the toolkit are, where the search below misses them
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
 BUNDLE=$(realpath -m "${GPU_BUNDLE:-.gpu-bundle}")
-WORK=${GPU_CHECK_DIR:-/tmp/speakerseg-gpu-check}
-BUDGET=${GPU_CHECK_BUDGET:-420}
+WORK=$(realpath -m "${GPU_CHECK_DIR:-build-gpu-check}")
+RESULTS=$(realpath -m "${GPU_CHECK_OUT:-$WORK/results}")
+BUDGET=${GPU_CHECK_BUDGET:-300}
+PHASES=" ${GPU_CHECK_PHASES:-tests live table voice sanitizer long-table} "
+ROW_TIMEOUT=${GPU_CHECK_ROW_TIMEOUT:-60}
 BUILD_ONLY=0
-[ "${1:-}" = "--build-only" ] && BUILD_ONLY=1
+[ "${1:-}" = "--build-only" ] && BUILD_ONLY=1 && PHASES=" tests "
+T0=$SECONDS
+BUILD=$WORK/build
+LOGS=$WORK/logs
+mkdir -p "$LOGS" "$RESULTS" || exit 1
+rm -f "$RESULTS/gpu-check.txt"
+exec > >(tee -a "$RESULTS/gpu-check.txt") 2>&1
 
 say() { printf 'gpu-check: %s\n' "$*"; }
 die() {
-  say "error: $*" >&2
+  say "error: $*"
   exit 1
+}
+pack_logs() {
+  tar -czf "$RESULTS/gpu-check-logs.tar.gz.part" -C "$WORK" logs \
+    $([ -d "$BUILD/meson-logs" ] && echo build/meson-logs) 2>/dev/null &&
+    mv "$RESULTS/gpu-check-logs.tar.gz.part" "$RESULTS/gpu-check-logs.tar.gz"
+}
+trap pack_logs EXIT
+trap 'say "stopped by a signal after $((SECONDS - T0)) s"; exit 143' TERM INT
+
+# --- The time slices ---------------------------------------------------------------------------
+skipped=()
+left() { echo $((BUDGET - (SECONDS - T0))); }
+# begin NAME SLICE MIN: starts phase NAME with at most SLICE seconds (less where the budget has
+# less left); fails, saying why, when the phase is not asked for or less than MIN seconds are left.
+begin() {
+  local name=$1 slice=$2 min=$3 l
+  [[ $PHASES == *" $name "* ]] || return 1
+  l=$(left)
+  if [ "$l" -lt "$min" ]; then
+    say "$name: skipped ($l s of the $BUDGET s budget left, it needs $min; GPU_CHECK_PHASES=$name reruns it)"
+    skipped+=("$name")
+    return 1
+  fi
+  PHASE=$name
+  PHASE_START=$SECONDS
+  PHASE_END=$((SECONDS + (slice < l ? slice : l)))
+  echo "=== $name (at most $((PHASE_END - SECONDS)) s; $((SECONDS - T0)) s into the run)"
+}
+remaining() { echo $((PHASE_END - SECONDS)); }  # seconds the phase has left
+end_phase() {
+  say "$PHASE: $((SECONDS - PHASE_START)) s"
+  pack_logs
+}
+count() { grep -c "$1" "$2"; }  # count PATTERN LOG
+gtest_counts() {                 # gtest_counts LOG: "N passed, N failed, N skipped"
+  echo "$(count '^\[       OK \]' "$1") passed, $(count '^\[  FAILED  \] .*(' "$1") failed," \
+    "$(count '^\[  SKIPPED \] .*(' "$1") skipped"
 }
 
 # --- 1. The machine --------------------------------------------------------------------------
@@ -67,6 +125,9 @@ NVCC=$(command -v nvcc || true)
 done
 [ -n "$NVCC" ] || die "nvcc not found (PATH, CUDA_HOME, /usr/local/cuda)"
 NVCC_ROOT=$(dirname "$(dirname "$(realpath "$NVCC")")")
+export PATH=$(dirname "$NVCC"):$PATH  # meson looks for nvcc on PATH
+PYTHON=$(command -v python3 || true)
+[ -n "$PYTHON" ] || die "python3 not found (meson runs on it)"
 site_dirs=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
   command -v "$py" >/dev/null 2>&1 &&
     "$py" -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
@@ -124,7 +185,20 @@ lib_path=$(printf '%s\n' "$(dirname "$CUDART")" "$(dirname "$CUBLAS")" "$(dirnam
 # cuDNN dlopens NVRTC (persist-dynamic) and its own sub-libraries: LD_LIBRARY_PATH, not rpath.
 export LD_LIBRARY_PATH=$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-mkdir -p "$WORK"
+# What meson's find_library needs (meson.build, option gpu_prefixes): one prefix whose lib/ has
+# the unversioned names (the wheels ship libcudnn.so.9 alone) and whose include/ has the headers.
+GPU_LIBS=$WORK/gpu-libs
+rm -rf "$GPU_LIBS"
+mkdir -p "$GPU_LIBS/lib" "$GPU_LIBS/include"
+ln -s "$CUDART" "$GPU_LIBS/lib/libcudart.so"
+ln -s "$CUBLAS" "$GPU_LIBS/lib/libcublas.so"
+ln -s "$CUDNN" "$GPU_LIBS/lib/libcudnn.so"
+for d in $(printf '%s\n' "$CUDNN_INC" "$CUDA_INC" "$CUBLAS_INC" | awk '!seen[$0]++'); do
+  for f in "$d"/*; do
+    [ -e "$GPU_LIBS/include/$(basename "$f")" ] || ln -s "$f" "$GPU_LIBS/include/"
+  done
+done
+
 cat >"$WORK/versions.cpp" <<'EOF'
 // Versions of what this process actually loads, through the same dynamic loader cuDNN uses.
 #include <dlfcn.h>
@@ -155,7 +229,7 @@ int main(int, char** argv) {
   return 0;
 }
 EOF
-CXX=${CXX:-g++}
+CXX=${CXX:-c++}
 command -v "$CXX" >/dev/null 2>&1 || die "no C++ compiler ($CXX)"
 echo "=== machine"
 if [ -n "$gpus" ]; then
@@ -165,208 +239,187 @@ else
 fi
 echo "nvcc: $("$NVCC" --version | grep -o 'release [^,]*, V[0-9.]*')  ($NVCC)"
 echo "host compiler: $("$CXX" --version | head -n 1)"
-if "$CXX" -O0 -o "$WORK/versions" "$WORK/versions.cpp" -ldl 2>"$WORK/versions.log"; then
+echo "python: $("$PYTHON" --version 2>&1) ($PYTHON)"
+if "$CXX" -O0 -o "$WORK/versions" "$WORK/versions.cpp" -ldl 2>"$LOGS/versions.log"; then
   "$WORK/versions" "$CUDART" "$CUDNN"
 else
-  echo "(version probe did not build: $(head -n 1 "$WORK/versions.log"))"
+  echo "(version probe did not build: $(head -n 1 "$LOGS/versions.log"))"
 fi
 echo "libraries: $CUDART $CUBLAS $CUDNN ${NVRTC:-(no libnvrtc.so.13)}"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
 
-# --- 2. Build --------------------------------------------------------------------------------
+# --- 2. Build: meson, from meson.build ---------------------------------------------------------
 
-[ -f "$BUNDLE/deps.tar.xz" ] && [ -f "$BUNDLE/data.tar.xz" ] ||
-  die "$BUNDLE/deps.tar.xz and data.tar.xz are missing: run scripts/gpu-bundle.sh where the Debian packages are"
-echo "=== build (in $WORK)"
+wheel=$(ls "$BUNDLE"/meson-*-py3-none-any.whl 2>/dev/null | head -n 1)
+[ -f "$BUNDLE/deps.tar.xz" ] && [ -f "$BUNDLE/data.tar.xz" ] && [ -n "$wheel" ] ||
+  die "$BUNDLE/deps.tar.xz, data.tar.xz or the meson wheel is missing: run scripts/gpu-bundle.sh where the Debian packages are"
+echo "=== build (in $BUILD)"
 start_build=$SECONDS
 DEPS=$WORK/deps
 DATA=$WORK/data
-rm -rf "$DEPS" "$DATA" "$WORK/obj"
-mkdir -p "$DEPS" "$DATA" "$WORK/obj" "$WORK/bin"
-tar -C "$DEPS" -xJf "$BUNDLE/deps.tar.xz" || die "cannot unpack $BUNDLE/deps.tar.xz"
-tar -C "$DATA" -xJf "$BUNDLE/data.tar.xz" || die "cannot unpack $BUNDLE/data.tar.xz"
 DLIB=$DEPS/usr/lib/x86_64-linux-gnu
+# Unpacked once per bundle: a second run on the same machine keeps the build.
+if ! cmp -s "$BUNDLE/MANIFEST.txt" "$WORK/MANIFEST.txt"; then
+  rm -rf "$DEPS" "$DATA" "$WORK/meson" "$WORK/MANIFEST.txt"
+  # Python's tarfile and zipfile: the image may have neither xz nor unzip.
+  "$PYTHON" - "$BUNDLE" "$WORK" "$wheel" <<'PY' || die "cannot unpack $BUNDLE"
+import sys, tarfile, zipfile
+bundle, work, wheel = sys.argv[1:]
+for name, to in (("deps", "deps"), ("data", "data")):
+    with tarfile.open(f"{bundle}/{name}.tar.xz") as t:
+        t.extractall(f"{work}/{to}")
+zipfile.ZipFile(wheel).extractall(f"{work}/meson")
+PY
+  # The packages' pkg-config files name /usr: here they are under $DEPS. Only shared libraries
+  # are linked, so the private requirements (the codecs' -dev packages, not bundled) are dropped.
+  for pc in "$DLIB"/pkgconfig/*.pc "$DEPS"/usr/share/pkgconfig/*.pc; do
+    sed -i -e "s#=/usr#=$DEPS/usr#" -e "s#-I/usr/include#-I$DEPS/usr/include#g" \
+      -e '/^Requires.private:/d' "$pc"
+  done
+  printf 'from mesonbuild import mesonmain\nimport sys\nsys.exit(mesonmain.main())\n' \
+    >"$WORK/meson/meson.py"
+  cp "$BUNDLE/MANIFEST.txt" "$WORK/MANIFEST.txt"
+fi
+MESON=("$PYTHON" "$WORK/meson/meson.py")
+export PKG_CONFIG=$DEPS/usr/bin/pkgconf
+export PKG_CONFIG_LIBDIR=$DLIB/pkgconfig:$DEPS/usr/share/pkgconfig
+export CPATH=$DEPS/usr/include:$DEPS/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
+export LIBRARY_PATH=$DLIB${LIBRARY_PATH:+:$LIBRARY_PATH}
 export LD_LIBRARY_PATH=$DLIB:$LD_LIBRARY_PATH
-JOBS=$(nproc)
-
-CXXFLAGS=(-std=c++17 -O3 -DNDEBUG -fPIC -fopenmp -Wall -Wextra -DONNX_ML=1 -DONNX_NAMESPACE=onnx
-  -DSPEAKERSEG_HAVE_CUDA=1 -I"$SRC/core" -I"$DEPS/usr/include"
-  -I"$DEPS/usr/include/x86_64-linux-gnu") # mpg123.h
-# -I/usr/include would break libstdc++'s #include_next: the system folder needs no flag.
-for d in $(printf '%s\n' "$CUDNN_INC" "$CUDA_INC" "$CUBLAS_INC" | awk '!seen[$0]++'); do
-  [ "$d" = /usr/include ] || CXXFLAGS+=(-I"$d")
-done
-GENCODE=(-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_80,code=sm_80
-  -gencode=arch=compute_86,code=sm_86 -gencode=arch=compute_89,code=sm_89
-  "-gencode=arch=compute_90,code=[sm_90,compute_90]")
-compile() {  # compile SOURCE: one object, its log beside it
-  local o isa=()
-  o="$WORK/obj/$(basename "$1" .cpp).o"
-  # The LSTM recurrence of each instruction set is compiled for that set (core/meson.build).
-  case "$1" in
-    *lstm_recurrence_avx2.cpp) isa=(-mavx2 -mfma) ;;
-    *lstm_recurrence_avx512.cpp) isa=(-mavx512f -mavx2 -mfma) ;;
-  esac
-  "$CXX" "${CXXFLAGS[@]}" "${isa[@]}" -c "$1" -o "$o" >"$o.log" 2>&1 || {
-    cat "$o.log"
-    touch "$WORK/obj/FAILED"
-  }
-}
-"$NVCC" -std=c++17 -O3 --threads=0 "${GENCODE[@]}" -Xcompiler=-fPIC,-Wall,-Wextra \
-  -I"$SRC/core" -c "$SRC/core/engines/cuda/cuda_kernels.cu" -o "$WORK/obj/cuda_kernels.o" \
-  >"$WORK/obj/cuda_kernels.o.log" 2>&1 || {
-  cat "$WORK/obj/cuda_kernels.o.log"
-  touch "$WORK/obj/FAILED"
-} &
-# As in meson.build: core (with the algorithm names) in libcore.a; the engine and the kernels in
-# the module libspeakerseg-cuda.so, the only thing that links the CUDA libraries; the loader, which
-# opens the module, in the programs.
-MODULE=$WORK/bin/libspeakerseg-cuda.so
-MODEL=$DATA/model/segmentation-3.0.onnx
-CXXFLAGS+=(-DSPEAKERSEG_BUILD_MODEL="\"$MODEL\"" -DSPEAKERSEG_INSTALLED_MODEL="\"$MODEL\""
-  -DSPEAKERSEG_BUILD_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\""
-  -DSPEAKERSEG_INSTALLED_VOICE_MODEL="\"$DATA/model/voice-encoder-ge2e.onnx\"")
-CUDA_SRC=$SRC/core/engines/cuda
-# What goes into the module and not into libcore.a (core/meson.build's shared_module).
-MODULE_SOURCES="cuda_module cuda_engine cuda_voice_encoder cuda_errors cudnn_rnn cuda_graph
-  cuda_buffers"
-MODULE_OBJECTS=()
-for m in $MODULE_SOURCES; do MODULE_OBJECTS+=("$WORK/obj/$m.o"); done
-for src in $(find "$SRC/core" -name '*.cpp' -not -path "$CUDA_SRC/*" | sort) \
-  "$CUDA_SRC"/{cudnn_lstm_weights,forward_pass,lstm_algorithm,plan_policy,voice_pass}.cpp \
-  $(printf "$CUDA_SRC/%s.cpp " $MODULE_SOURCES); do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  compile "$src" &
-done
-CXXFLAGS+=(-DSPEAKERSEG_CUDA_MODULE_BUILD="\"$MODULE\"" -DSPEAKERSEG_CUDA_MODULE_INSTALLED="\"$MODULE\"")
-compile "$CUDA_SRC/cuda_loader.cpp" &
-wait
-[ -e "$WORK/obj/FAILED" ] && die "compiling the core failed"
-for log in "$WORK"/obj/*.log; do grep -qi warning "$log" && cat "$log"; done
-rm -f "$WORK/libcore.a"
-ar rcs "$WORK/libcore.a" $(ls "$WORK"/obj/*.o | grep -v -F "${MODULE_OBJECTS[@]/#/-e}" \
-  -e /cuda_kernels.o -e /cuda_loader.o) || die "ar failed"
-
-CPU_LIBS=(-L"$DLIB" -l:libdnnl.so.2 -l:libonnx_proto.so.1 -l:libprotobuf.so.32 -l:libsndfile.so.1
-  -l:libmpg123.so.0 -ldl -lpthread -fopenmp -Wl,-rpath-link,"$DLIB" -Wl,--disable-new-dtags)
-"$CXX" -shared -fvisibility=hidden -o "$MODULE" "${MODULE_OBJECTS[@]}" "$WORK/obj/cuda_kernels.o" \
-  "$WORK/libcore.a" "${CPU_LIBS[@]}" "$CUDART" "$CUBLAS" "$CUDNN" -Wl,-rpath,"$DLIB:$lib_path" \
-  >"$WORK/module.log" 2>&1 || {
-  cat "$WORK/module.log"
-  die "linking $MODULE failed"
-}
-LIBS=("$WORK/obj/cuda_loader.o" "$WORK/libcore.a" "${CPU_LIBS[@]}" -Wl,-rpath,"$DLIB")
-"$CXX" "${CXXFLAGS[@]}" \
-  -DSPEAKERSEG_SAMPLE_WAV="\"$DATA/audio/sample.wav\"" "$SRC/tools/speakerseg.cpp" \
-  -o "$WORK/bin/speakerseg" "${LIBS[@]}" &
-tool_pid=$!
-# The GPU suites of both engines, and the host-side suites too: the forward pass on the CPU, the
-# engines' GPU-free decisions, the LSTM weight packing of both networks, and the CPU LSTM kernel
-# (these machines' CPUs may run its AVX-512 path, which the project's own may not).
-HOST_SUITES="cuda_forward_pass cuda_plan_policy cudnn_lstm_weights lstm_recurrence"
-suite_source() { [ -f "$SRC/tests/engines/cuda/test_$1.cpp" ] && echo "$SRC/tests/engines/cuda/test_$1.cpp" ||
-  echo "$SRC/tests/engines/test_$1.cpp"; }
-host_pids=()
-for t in $HOST_SUITES cuda_engine cuda_voice_encoder; do
-  "$CXX" "${CXXFLAGS[@]}" -I"$SRC/tests" "$(suite_source "$t")" \
-    -o "$WORK/bin/test_$t" "$DLIB/libgtest_main.a" "$DLIB/libgtest.a" "${LIBS[@]}" \
-    >"$WORK/test_$t.build.log" 2>&1 &
-  host_pids+=($!)
-done
-wait $tool_pid || die "building speakerseg failed"
-for pid in "${host_pids[@]}"; do
-  wait "$pid" || {
-    cat "$WORK"/test_*.build.log
-    die "building the host test suites failed"
-  }
-done
-grep -qi warning "$WORK"/test_*.build.log && cat "$WORK"/test_*.build.log
+echo "meson: $("${MESON[@]}" --version), ninja: $(ninja --version 2>/dev/null || echo 'not found')"
+setup_args=(--buildtype=release -Dcuda=enabled -Dgst=disabled -Dtests=true
+  -Dgpu_prefixes="$GPU_LIBS" -Dmodel="$DATA/model/segmentation-3.0.onnx"
+  -Dvoice_model="$DATA/model/voice-encoder-ge2e.onnx" -Dshared_data="$DATA/audio"
+  -Dreference_data="$DATA")
+reconfigure=()
+[ -f "$BUILD/build.ninja" ] && reconfigure=(--reconfigure)
+if ! "${MESON[@]}" setup "${reconfigure[@]}" "$BUILD" "${setup_args[@]}" >"$LOGS/meson-setup.log" 2>&1; then
+  tail -n 30 "$LOGS/meson-setup.log"
+  die "meson setup failed (log: $LOGS/meson-setup.log)"
+fi
+sed -n '/^  speakerchange$/,/^$/p' "$LOGS/meson-setup.log" | grep -E '(CUDA engine|tests) *:'
+if ! "${MESON[@]}" compile -C "$BUILD" >"$LOGS/build.log" 2>&1; then
+  grep -E -B2 -A8 'error|FAILED' "$LOGS/build.log" | head -n 60
+  die "the build failed (log: $LOGS/build.log)"
+fi
+grep -i -B2 -A4 'warning:' "$LOGS/build.log" | head -n 40
 say "built in $((SECONDS - start_build)) s"
+pack_logs
+SPEAKERSEG=$BUILD/tools/speakerseg
 
-# --- 3. Tests --------------------------------------------------------------------------------
+# --- 3. Tests ----------------------------------------------------------------------------------
 
-export SPEAKERSEG_MODEL=$MODEL
-export SPEAKERSEG_REFERENCE_DIR=$DATA/reference
-export SPEAKERSEG_VOICE_MODEL=$DATA/model/voice-encoder-ge2e.onnx
-export SPEAKERSEG_VOICE_REFERENCE_DIR=$DATA/reference-voice
-count() { grep -c "$1" "$2"; }  # count PATTERN LOG
-
-echo "=== host suites: the forward pass on the CPU, the engines' GPU-free decisions, the packing,"
-echo "    the CPU LSTM kernel ($(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f') on this CPU)"
-host_rc=0
-for t in $HOST_SUITES; do
-  "$WORK/bin/test_$t" >"$WORK/test_$t.log" 2>&1 || host_rc=1
-  say "test_$t: $(count '^\[       OK \]' "$WORK/test_$t.log") passed," \
-    "$(count '^\[  FAILED  \] .*(' "$WORK/test_$t.log") failed," \
-    "$(count '^\[  SKIPPED \] .*(' "$WORK/test_$t.log") skipped"
-  grep -E -A12 '^\[  FAILED  \]|Failure$' "$WORK/test_$t.log" | head -n 40
-done
-
-echo "=== test_cuda_engine"
+# mtest LOG SECONDS ARGS...: `meson test` on the build (its environment: the model, the bundle's
+# reference tensors), output in LOG.
+mtest() {
+  local log=$1 seconds=$2
+  shift 2
+  timeout -k 10 "$seconds" "${MESON[@]}" test -C "$BUILD" --no-rebuild --verbose "$@" >"$log" 2>&1
+}
 filter=()
-[ -n "$NO_NVRTC_FILTER" ] && filter=(--gtest_filter="-$NO_NVRTC_FILTER")
-engine_tests() {  # engine_tests LOG [VAR=VALUE...]: runs the suite, prints what it found
+[ -n "$NO_NVRTC_FILTER" ] && filter=(--test-args=--gtest_filter=-$NO_NVRTC_FILTER)
+test_rc=0
+# engine_tests LOG [LABEL]: test_cuda_engine, and what it found (variables set before the call,
+# CUBLAS_WORKSPACE_CONFIG=... engine_tests LOG, reach the tests).
+engine_tests() {
   local log=$1 rc
   shift
-  env "$@" "$WORK/bin/test_cuda_engine" "${filter[@]}" >"$log" 2>&1
+  [ "$(remaining)" -gt 10 ] || {
+    say "test_cuda_engine${1:+ with $*}: no time left in the tests' slice"
+    return 1
+  }
+  mtest "$log" "$(remaining)" cuda_engine "${filter[@]}"
   rc=$?
   grep -E '^\[ (cuda|cuda tf32|warning|stage) ' "$log"
   grep -E '^(GPU|CUDA|cuBLAS|cuDNN|NVRTC)' "$log" | sort -u
   grep -E -A12 '^\[  FAILED  \]|Failure$' "$log" | head -n 80
   grep -m1 'Skipped' -A1 "$log" | tail -n 1 | sed 's/^/skip reason: /'
-  say "tests${1:+ with $*}: $(count '^\[       OK \]' "$log") passed," \
-    "$(count '^\[  FAILED  \] .*(' "$log") failed, $(count '^\[  SKIPPED \] .*(' "$log") skipped;" \
+  [ $rc = 124 ] && say "test_cuda_engine: stopped at the end of the tests' slice"
+  say "test_cuda_engine${1:+ with $*}: $(gtest_counts "$log");" \
     "replays: $(count '^\[ replays \] .*bit-identical' "$log") bit-identical," \
     "$(count '^\[ replays \] .*DIFFER' "$log") differ (log: $log)"
   return $rc
 }
-engine_tests "$WORK/test.log"
-test_rc=$?
-[ $test_rc = 0 ] || say "test_cuda_engine exited with $test_rc"
-# Replays that differ are reported, not failed: cuBLAS may pick split-K reductions whose order
-# depends on its workspace. Again with a fixed workspace configuration, to tell that from ours.
-if grep -q '^\[ replays \] .*DIFFER' "$WORK/test.log"; then
-  grep '^\[ replays \] .*DIFFER' "$WORK/test.log" | head -n 20
-  echo "=== test_cuda_engine again with CUBLAS_WORKSPACE_CONFIG=:4096:2 (replays differed)"
-  engine_tests "$WORK/test-cublas-workspace.log" CUBLAS_WORKSPACE_CONFIG=:4096:2
-  grep '^\[ replays \] .*DIFFER' "$WORK/test-cublas-workspace.log" | head -n 20
+if begin tests 110 20; then
+  # The engine's host side and the CPU LSTM kernel (these machines' CPUs may run its AVX-512
+  # paths, which the project's own may not).
+  echo "--- host suites (meson suite gpu-host; $(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f') on this CPU)"
+  mtest "$LOGS/gpu-host.log" 60 --suite gpu-host || test_rc=1
+  say "host suites: $(gtest_counts "$LOGS/gpu-host.log")"
+  grep -E -A12 '^\[  FAILED  \]|Failure$' "$LOGS/gpu-host.log" | head -n 40
+  echo "--- test_cuda_engine"
+  engine_tests "$LOGS/cuda_engine.log" || test_rc=1
+  # Replays that differ are reported, not failed: cuBLAS may pick split-K reductions whose order
+  # depends on its workspace. Again with a fixed workspace configuration, to tell that from ours.
+  if grep -q '^\[ replays \] .*DIFFER' "$LOGS/cuda_engine.log"; then
+    grep '^\[ replays \] .*DIFFER' "$LOGS/cuda_engine.log" | head -n 20
+    echo "--- test_cuda_engine again with CUBLAS_WORKSPACE_CONFIG=:4096:2 (replays differed)"
+    CUBLAS_WORKSPACE_CONFIG=:4096:2 engine_tests "$LOGS/cuda_engine-cublas-workspace.log" \
+      CUBLAS_WORKSPACE_CONFIG=:4096:2
+    grep '^\[ replays \] .*DIFFER' "$LOGS/cuda_engine-cublas-workspace.log" | head -n 20
+  fi
+  echo "--- test_cuda_voice_encoder"
+  if [ "$(remaining)" -gt 5 ]; then
+    mtest "$LOGS/cuda_voice_encoder.log" "$(remaining)" cuda_voice_encoder "${filter[@]}" || test_rc=1
+    grep -E '^\[ (cuda voice|warning|replays) ' "$LOGS/cuda_voice_encoder.log" | head -n 80
+    grep -E -A12 '^\[  FAILED  \]|Failure$' "$LOGS/cuda_voice_encoder.log" | head -n 60
+    say "test_cuda_voice_encoder: $(gtest_counts "$LOGS/cuda_voice_encoder.log") (log: $LOGS/cuda_voice_encoder.log)"
+  else
+    say "test_cuda_voice_encoder: no time left in the tests' slice"
+    test_rc=1
+  fi
+  [ -n "$NO_NVRTC_FILTER" ] && say "persist-dynamic was NOT tested: no NVRTC (see above)"
+  end_phase
 fi
-echo "=== test_cuda_voice_encoder"
-"$WORK/bin/test_cuda_voice_encoder" "${filter[@]}" >"$WORK/test_voice.log" 2>&1 || test_rc=1
-grep -E '^\[ (cuda voice|warning|replays) ' "$WORK/test_voice.log" | head -n 80
-grep -E -A12 '^\[  FAILED  \]|Failure$' "$WORK/test_voice.log" | head -n 60
-say "test_cuda_voice_encoder: $(count '^\[       OK \]' "$WORK/test_voice.log") passed," \
-  "$(count '^\[  FAILED  \] .*(' "$WORK/test_voice.log") failed," \
-  "$(count '^\[  SKIPPED \] .*(' "$WORK/test_voice.log") skipped (log: $WORK/test_voice.log)"
-[ $host_rc = 0 ] || test_rc=1
-[ -n "$NO_NVRTC_FILTER" ] && say "persist-dynamic was NOT tested: no NVRTC (see above)"
 
 if [ $BUILD_ONLY = 1 ]; then
-  "$WORK/bin/speakerseg" bench --engine cuda --batch 1 --seconds 0 --runs 1 2>&1 | head -n 2
+  "$SPEAKERSEG" bench --engine cuda --batch 1 --seconds 0 --runs 1 2>&1 | head -n 2
+  say "done in $((SECONDS - T0)) s"
   [ $test_rc = 0 ] && exit 0 || exit 1
 fi
 
-# --- 4. Benchmark ----------------------------------------------------------------------------
+# --- 4. Live channels on the GPU (issue 6: >= 5 000 on one H200) --------------------------------
+# `speakerseg live`: N real-time channels through the element's streaming logic and one shared
+# CUDA engine (no GStreamer here); ok = announcements delayed by at most 0.5 s more at p95, no
+# window dropped.
+feeders=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
+live() {  # live CHANNELS
+  [ "$(remaining)" -gt 35 ] || {
+    say "live $1 channels: skipped, $(remaining) s left in the slice"
+    return
+  }
+  timeout -k 5 "$(remaining)" "$SPEAKERSEG" live --engine cuda --batch 512 --channels "$1" \
+    --seconds 20 --warmup 10 --feeders "$feeders" >"$LOGS/live-$1.log" 2>&1
+  [ $? = 124 ] && say "live $1 channels: stopped at the end of the slice"
+  tail -n 3 "$LOGS/live-$1.log"
+}
+if begin live 75 40; then
+  echo "(speakerseg live, shared CUDA engine, batch 512, 20 s measured after 10 s, $feeders feeders)"
+  live 5000
+  end_phase
+fi
 
-echo "=== benchmark: 10 s windows of sample.wav, FP32; median and p99 per forward pass"
+# --- 5. Benchmark rows -------------------------------------------------------------------------
 field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" <<<"$2"; }
 bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs start-up_s" or "error: ..."
-  local batch=$1 out seconds=1 runs=20
+  local batch=$1 out seconds=1 runs=20 limit rc
   shift
   [ "$batch" -ge 128 ] && runs=5
   # The CPU rows only give the ratio: a few passes each, so that they leave the time to the GPU.
   [ "$1 $2" = "--engine cpu" ] && seconds=0.3 runs=3
-  # One row may not eat the run: an explicit persist-dynamic engine of 512 builds (NVRTC) and
+  # One row may not eat the slice: an explicit persist-dynamic engine of 512 builds (NVRTC) and
   # captures ten batch classes before its first pass.
-  out=$(timeout "${GPU_CHECK_ROW_TIMEOUT:-90}" "$WORK/bin/speakerseg" bench --json --batch "$batch" \
-    --seconds $seconds --runs $runs "$@" 2>"$WORK/bench.err")
-  local rc=$?
+  limit=$(remaining)
+  [ "$limit" -gt "$ROW_TIMEOUT" ] && limit=$ROW_TIMEOUT
+  out=$(timeout -k 5 "$limit" "$SPEAKERSEG" bench --json --batch "$batch" \
+    --seconds $seconds --runs $runs "$@" 2>"$LOGS/bench.err")
+  rc=$?
   if [ $rc = 124 ]; then
-    echo "error: stopped after ${GPU_CHECK_ROW_TIMEOUT:-90} s (GPU_CHECK_ROW_TIMEOUT)"
+    echo "error: stopped after $limit s (GPU_CHECK_ROW_TIMEOUT or the phase's slice)"
     return
   fi
   if [ -z "$out" ]; then
-    echo "error: $(grep -v '^speakerseg: warning' "$WORK/bench.err" | tail -n 1 | cut -c1-150)"
+    echo "error: $(grep -v '^speakerseg: warning' "$LOGS/bench.err" | tail -n 1 | cut -c1-150)"
     return
   fi
   # The engine's description says how long making it (every batch class planned, run and
@@ -374,104 +427,96 @@ bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs start-up_s" 
   printf '%s %s %s %s %s\n' "$(field median_ms "$out")" "$(field p99_ms "$out")" \
     "$(field windows_per_s "$out")" "$(field runs "$out")" \
     "$(sed -n 's/.*batch classes ready in \([0-9.]*\) s.*/\1/p' <<<"$out")"
-  grep '^speakerseg: warning' "$WORK/bench.err" | sed 's/^/    /' >&2
+  grep '^speakerseg: warning' "$LOGS/bench.err" | sed 's/^/    /' >&2
 }
 declare -A cpu_wps best best_ms
-BATCHES="1 2 4 8 16 32 64 128 512"
-printf '%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n' engine batch graphs median_ms p99_ms \
-  windows/s runs vs_cpu startup_s
-for batch in 1 8 32 128 512; do
-  if [ $((SECONDS - start_build)) -gt "$BUDGET" ]; then
-    say "time budget spent: CPU batch $batch and above skipped"
-    break
-  fi
-  read -r med p99 wps runs <<<"$(bench "$batch" --engine cpu)"
-  cpu_wps[$batch]=$wps
-  printf '%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n' "cpu ($(nproc) threads)" "$batch" - \
-    "$med" "$p99" "$wps" "$runs" 1.0 -
-done
+ROW_FORMAT='%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n'
+table_header() {
+  echo "(10 s windows of sample.wav, FP32; median and p99 per forward pass)"
+  printf "$ROW_FORMAT" engine batch graphs median_ms p99_ms windows/s runs vs_cpu startup_s
+}
+cpu_row() {  # cpu_row BATCH
+  local med p99 wps runs
+  read -r med p99 wps runs <<<"$(bench "$1" --engine cpu)"
+  cpu_wps[$1]=$wps
+  printf "$ROW_FORMAT" "cpu ($(nproc) threads)" "$1" - "$med" "$p99" "$wps" "$runs" 1.0 -
+}
 algorithms="standard persist-static-small-h persist-dynamic"
 [ -n "$NO_NVRTC_FILTER" ] && algorithms="standard persist-static-small-h"
-for batch in $BATCHES; do
-  for algorithm in $algorithms; do
-    for graphs in on off; do
-      if [ $((SECONDS - start_build)) -gt "$BUDGET" ]; then
-        say "time budget spent ($BUDGET s): the remaining rows are skipped"
-        break 3
+gpu_row() {  # gpu_row BATCH ALGORITHM on|off
+  local batch=$1 algorithm=$2 graphs=$3 line med p99 wps runs startup ratio extra=()
+  [ "$graphs" = off ] && extra=(--no-cuda-graphs)
+  line=$(bench "$batch" --engine cuda --lstm-algorithm "$algorithm" "${extra[@]}")
+  if [[ $line == error:* ]]; then
+    printf '%-26s %6s %6s  %s\n' "$algorithm" "$batch" "$graphs" "$line"
+    return
+  fi
+  read -r med p99 wps runs startup <<<"$line"
+  ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
+  printf "$ROW_FORMAT" "$algorithm" "$batch" "$graphs" "$med" "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
+  local key="$batch $graphs"
+  if [ -z "${best_ms[$key]:-}" ] || awk -v a="$med" -v b="${best_ms[$key]}" 'BEGIN { exit !(a < b) }'; then
+    best_ms[$key]=$med
+    best[$key]=$algorithm
+  fi
+}
+# rows BATCHES GRAPHS [cpu]: GPU rows of every algorithm (and the CPU row first) while the slice lasts
+rows() {
+  local batch algorithm
+  for batch in $1; do
+    if [ "${3:-}" = cpu ]; then
+      [ "$(remaining)" -gt 5 ] || break
+      cpu_row "$batch"
+    fi
+    for algorithm in $algorithms; do
+      if [ "$(remaining)" -le 5 ]; then
+        say "$PHASE: slice spent at batch $batch ($algorithm, graphs $2); the rest of its rows skipped"
+        return
       fi
-      extra=()
-      [ $graphs = off ] && extra=(--no-cuda-graphs)
-      line=$(bench "$batch" --engine cuda --lstm-algorithm $algorithm "${extra[@]}")
-      if [[ $line == error:* ]]; then
-        printf '%-26s %6s %6s  %s\n' "$algorithm" "$batch" $graphs "$line"
-        continue
-      fi
-      read -r med p99 wps runs startup <<<"$line"
-      ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
-      printf '%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n' "$algorithm" "$batch" $graphs "$med" \
-        "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
-      key="$batch $graphs"
-      if [ -z "${best_ms[$key]:-}" ] || awk -v a="$med" -v b="${best_ms[$key]}" 'BEGIN { exit !(a < b) }'; then
-        best_ms[$key]=$med
-        best[$key]=$algorithm
-      fi
+      gpu_row "$batch" "$algorithm" "$2"
     done
   done
-done
-# What `auto` should pick (cuda::wanted_lstm_algorithm in plan_policy.cpp, for both engines:
-# today persist-dynamic for 1, persist-static-small-h up to 64, standard above, from the seed
-# port's figures).
-echo "=== fastest LSTM algorithm per batch (median per forward pass): the auto thresholds"
-printf '%6s  %-40s %-40s\n' batch "graphs on" "graphs off"
-for batch in $BATCHES; do
-  on=${best["$batch on"]:-}
-  off=${best["$batch off"]:-}
-  [ -n "$on$off" ] || continue
-  printf '%6s  %-40s %-40s\n' "$batch" "${on:--} ${best_ms["$batch on"]:+(${best_ms["$batch on"]} ms)}" \
-    "${off:--} ${best_ms["$batch off"]:+(${best_ms["$batch off"]} ms)}"
-done
-# The voice encoder (identity by voice), CPU and GPU on the same partials.
-echo "=== voice encoder: 160-frame partials of sample.wav (speakerseg bench-voice)"
-for batch in 1 32 256; do
-  for engine in cpu cuda; do
-    if [ $((SECONDS - start_build + 10)) -gt "$BUDGET" ]; then
-      say "time budget spent: voice encoder rows skipped"
-      break 2
-    fi
-    timeout 60 "$WORK/bin/speakerseg" bench-voice --engine $engine --batch $batch --seconds 1 \
-      2>&1 | tail -n 1
+}
+if begin table 90 30; then
+  table_header
+  rows "1 8 32 128 512" on cpu
+  end_phase
+fi
+
+# --- 6. The voice encoder (identity by voice), CPU and GPU on the same partials -----------------
+if begin voice 30 15; then
+  echo "(160-frame partials of sample.wav, speakerseg bench-voice)"
+  for batch in 1 32 256; do
+    for engine in cpu cuda; do
+      [ "$(remaining)" -gt 3 ] || {
+        say "voice: slice spent at $batch partials ($engine)"
+        break 2
+      }
+      timeout -k 5 "$(($(remaining) < 20 ? $(remaining) : 20))" "$SPEAKERSEG" bench-voice \
+        --engine $engine --batch $batch --seconds 1 2>&1 | tail -n 1
+    done
   done
-done
-# --- 5. Live channels on the GPU (issue 6: >= 5 000 on one H200) ------------------------------
-# `speakerseg live`: N real-time channels through the element's streaming logic and one shared
-# CUDA engine (no GStreamer here); ok = announcements delayed by at most 0.5 s more at p95, no
-# window dropped. 30 s each, so it only runs while the budget allows.
-echo "=== live channels, shared CUDA engine (speakerseg live, 20 s measured after 10 s)"
-for channels in ${GPU_CHECK_CHANNELS:-2000 5000}; do
-  if [ $((SECONDS - start_build + 35)) -gt "$BUDGET" ]; then
-    say "time budget spent: live channels $channels and above skipped"
-    break
-  fi
-  "$WORK/bin/speakerseg" live --engine cuda --batch 512 --channels "$channels" --seconds 20 \
-    --warmup 10 --feeders "$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))" 2>&1 | tail -n 3
-done
-# --- 6. The memory checkers on our kernels, while time is left ----------------------------------
+  end_phase
+fi
+
+# --- 7. The memory checkers on our kernels ------------------------------------------------------
 # compute-sanitizer (next to nvcc): memcheck finds out-of-bounds accesses, initcheck reads of
 # device memory nothing wrote (the tests' NaN fill of the arena is turned off for it: a memset
-# counts as written). It works on some of these machines' runtimes and not on others, and slows
-# every kernel down a lot, so: one window per LSTM algorithm (eager) and with a graph, and the
-# alternating-batch test, for memcheck; fewer for initcheck.
+# counts as written). It slows every kernel down a lot, so: one window per LSTM algorithm (eager)
+# and with a graph, and the alternating-batch test, for memcheck; fewer for initcheck.
 SANITIZER=$(command -v compute-sanitizer || ls "$NVCC_ROOT"/bin/compute-sanitizer 2>/dev/null ||
   true)
 sanitize() {  # sanitize TOOL SECONDS FILTER [VAR=VALUE...]: runs, prints, sets test_rc on errors
-  local tool=$1 seconds=$2 filter=$3 log="$WORK/$1.log" rc ours
+  local tool=$1 seconds=$2 gtest_filter=$3 log="$LOGS/$1.log" rc ours
   shift 3
-  echo "=== compute-sanitizer $tool (at most $seconds s)"
+  echo "--- compute-sanitizer $tool (at most $seconds s)"
   # API errors off: the engine provokes and handles some on purpose (an algorithm probe, a
   # capture that falls back); what this step is for is our kernels' memory accesses.
-  env "$@" timeout "$seconds" "$SANITIZER" --tool "$tool" --report-api-errors no \
-    $([ "$tool" = memcheck ] && echo --leak-check no) --error-exitcode 3 \
-    "$WORK/bin/test_cuda_engine" --gtest_filter="$filter" >"$log" 2>&1
+  env "$@" timeout -k 10 "$seconds" "${MESON[@]}" test -C "$BUILD" --no-rebuild --verbose \
+    --timeout-multiplier 0 \
+    --wrapper "$SANITIZER --tool $tool --report-api-errors no $([ "$tool" = memcheck ] &&
+      echo --leak-check no) --error-exitcode 3" \
+    cuda_engine --test-args=--gtest_filter="$gtest_filter" >"$log" 2>&1
   rc=$?
   grep -E '^========= (ERROR SUMMARY|Invalid|Uninitialized|Program hit|Error)' "$log" | head -n 20
   grep -E '^\[ +(OK|FAILED) +\]' "$log" | head -n 8
@@ -479,39 +524,60 @@ sanitize() {  # sanitize TOOL SECONDS FILTER [VAR=VALUE...]: runs, prints, sets 
   # still leaves them in the log). initcheck also sees cuBLAS and cuDNN read workspace they
   # never wrote, by design: only reports whose stack names our code fail the check.
   ours=$(grep -A4 -E '^========= (Invalid|Uninitialized)' "$log" | grep -c 'speakerseg::')
-  if [ "$tool" = memcheck ] && { [ $rc = 3 ] ||
-    grep -qE '^========= (Invalid|Uninitialized|ERROR SUMMARY: [1-9])' "$log"; }; then
+  if [ "$tool" = memcheck ] && grep -qE '^========= (Invalid|Uninitialized|ERROR SUMMARY: [1-9])' "$log"; then
     say "memcheck: errors found (log: $log)"
     test_rc=1
   elif [ "$tool" = initcheck ] && [ "$ours" -gt 0 ]; then
     say "initcheck: $ours reads of unwritten memory in our code (log: $log)"
     test_rc=1
   else
-    [ $rc = 3 ] && say "$tool: errors only in library code (cuBLAS/cuDNN), not counted (log: $log)"
+    grep -q '^========= ERROR SUMMARY: [1-9]' "$log" &&
+      say "$tool: errors only in library code (cuBLAS/cuDNN), not counted (log: $log)"
     case $rc in
-      0 | 3) say "$tool: no error in our code" ;;
-      124) say "$tool: no error in our code in the $seconds s it had; stopped unfinished" ;;
-      1) say "$tool: no error in our code; a test failed under the sanitizer (log: $log)" ;;
-      *) say "$tool: exit $rc, see $log (the sanitizer may not work on this runtime)" ;;
+      0) say "$tool: no error in our code" ;;
+      124 | 137) say "$tool: no error in our code in the $seconds s it had; stopped unfinished" ;;
+      *) say "$tool: no error in our code; meson test exited $rc (a test failed under the sanitizer, or it cannot run on this runtime; log: $log)" ;;
     esac
   fi
 }
-left=$((start_build + BUDGET + 50 - SECONDS))
-if [ "${GPU_CHECK_SANITIZER:-1}" = 1 ] && [ -n "$SANITIZER" ] && [ $left -gt 60 ]; then
-  sanitize memcheck $((left * 3 / 5 - 5)) \
+if [ -z "$SANITIZER" ]; then
+  [[ $PHASES == *" sanitizer "* ]] && say "sanitizer: compute-sanitizer not found, skipped"
+elif begin sanitizer 100 40; then
+  sanitize memcheck $(($(remaining) * 3 / 5)) \
     '*CudaParity*first_window_*_eager:*CudaParity*first_window_standard_graphs:CudaEngine.AlternatingBatchSizesKeepResults'
-  left=$((start_build + BUDGET + 50 - SECONDS))
-  if [ $left -gt 40 ]; then
-    sanitize initcheck $((left - 10)) \
+  if [ "$(remaining)" -gt 20 ]; then
+    sanitize initcheck "$(remaining)" \
       '*CudaParity*first_window_standard_eager:*CudaParity*first_window_persist_static_small_h_graphs:CudaEngine.EveryBatchSizeRunsAsItsClass' \
       SPEAKERSEG_CUDA_TEST_NO_NAN_FILL=1
   else
-    say "initcheck: skipped (time budget)"
+    say "initcheck: skipped, $(remaining) s left in the slice"
   fi
-elif [ -z "$SANITIZER" ]; then
-  say "memcheck, initcheck: compute-sanitizer not found, skipped"
-else
-  say "memcheck, initcheck: skipped (time budget or GPU_CHECK_SANITIZER=0)"
+  end_phase
 fi
-say "done in $SECONDS s"
+
+# --- 8. The rest of the table, while the budget lasts ------------------------------------------
+if begin long-table 100000 30; then
+  table_header
+  rows "2 4 16 64" on
+  rows "1 2 4 8 16 32 64 128 512" off
+  live 2000
+  end_phase
+fi
+
+# --- What `auto` should pick ---------------------------------------------------------------------
+# cuda::wanted_lstm_algorithm in plan_policy.cpp, for both engines: today persist-dynamic for 1,
+# persist-static-small-h up to 64, standard above, from the seed port's figures.
+if [ ${#best[@]} -gt 0 ]; then
+  echo "=== fastest LSTM algorithm per batch among the rows above (median per forward pass): the auto thresholds"
+  printf '%6s  %-40s %-40s\n' batch "graphs on" "graphs off"
+  for batch in 1 2 4 8 16 32 64 128 512; do
+    on=${best["$batch on"]:-}
+    off=${best["$batch off"]:-}
+    [ -n "$on$off" ] || continue
+    printf '%6s  %-40s %-40s\n' "$batch" "${on:--} ${best_ms["$batch on"]:+(${best_ms["$batch on"]} ms)}" \
+      "${off:--} ${best_ms["$batch off"]:+(${best_ms["$batch off"]} ms)}"
+  done
+fi
+[ ${#skipped[@]} -gt 0 ] && say "skipped for the budget: ${skipped[*]} (GPU_CHECK_PHASES=\"${skipped[*]}\" runs them)"
+say "done in $((SECONDS - T0)) s; results in $RESULTS"
 [ $test_rc = 0 ] && exit 0 || exit 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: set up (idempotent), then every test in a release build (with the CUDA engine
-# where the toolkit is installed; its GPU tests skip without a GPU), again in an AddressSanitizer +
+# where the toolkit is installed; its GPU tests skip without a GPU), the GPU check's build and tests
+# made exactly as on a GPU machine (scripts/gpu-check.sh --build-only), again in an AddressSanitizer +
 # UBSan build without the CUDA engine (so that a build without it keeps building and passing),
 # the scheduler's threads under ThreadSanitizer, and each fuzz target briefly over its corpus
 # (scripts/fuzz.sh). Ends with one "N passed, N failed, N skipped" line.
@@ -11,6 +12,18 @@ scripts/setup.sh
 
 status=0
 meson test -C build --print-errorlogs || status=1
+
+# The GPU check builds with meson from the bundle (its packages, its meson wheel, -Dcuda=enabled)
+# and runs its suites: what would stop the run on the day a GPU is lent stops CI instead. Where
+# no CUDA toolkit is installed there is nothing to build it with: one skipped case says so.
+gpu_check_reports=skip:gpu-check
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  rm -f build-gpu-check/build/*.xml
+  scripts/gpu-bundle.sh && scripts/gpu-check.sh --build-only || status=1
+  gpu_check_reports=$(ls build-gpu-check/build/*.xml 2>/dev/null || echo build-gpu-check/build/missing.xml)
+else
+  echo "test.sh: no CUDA toolkit (nvcc): the GPU check's build is not tried"
+fi
 
 # -O1 with line tables only (-g1) halves this build's compile time; the numeric kernels keep -O2,
 # without which the sanitized tests take twice as long, and run sanitized in their own suites
@@ -46,13 +59,17 @@ scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-10}" || status=1
 
 # Every test case counts: the cases of a GoogleTest program (its XML report, GPU cases that skip
 # without a device included) one by one, any other test program as one.
-.venv/bin/python3 - build build-asan build-fuzz build-tsan/shared_segmenter.xml <<'PY'
+.venv/bin/python3 - build $gpu_check_reports build-asan build-fuzz build-tsan/shared_segmenter.xml <<'PY'
 import json, pathlib, sys
 import xml.etree.ElementTree as ET
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-for arg in map(pathlib.Path, sys.argv[1:]):
-    # A meson build's test log, or one GoogleTest report run outside meson (a missing report:
-    # the program never got as far as writing it).
+for arg in sys.argv[1:]:
+    if arg.startswith("skip:"):  # a part that could not run here, counted as one skipped case
+        counts["skipped"] += 1
+        continue
+    arg = pathlib.Path(arg)
+    # A meson build's test log, or one GoogleTest report (a missing report: the program never got
+    # as far as writing it).
     if arg.suffix == ".xml":
         records = [{"name": arg.stem, "result": "OK" if arg.exists() else "FAIL", "report": arg}]
     else:
