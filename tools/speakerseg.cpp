@@ -123,7 +123,15 @@ struct Args {
 };
 
 std::shared_ptr<const SegmentationModel> load_model(const Args& a) {
-  return SegmentationModel::load_onnx(a.get("model", default_model_path()));
+  return SegmentationModel::load_onnx(
+      a.get("model", default_model_path()),
+      std::string("pass its path with --model or in $") + kModelEnvironmentVariable);
+}
+
+std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
+  return VoiceModel::load_onnx(
+      a.get("voice-model", default_voice_model_path()),
+      std::string("pass its path with --voice-model or in $") + kVoiceModelEnvironmentVariable);
 }
 
 Args parse(int argc, char** argv) {
@@ -303,8 +311,7 @@ std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
 }
 
 std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
-  return make_voice_encoder(
-      a, VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path())));
+  return make_voice_encoder(a, load_voice_model(a));
 }
 
 // The samples [--start, --end) of --input, checked against the file's length.
@@ -593,8 +600,7 @@ int cmd_live(const Args& a) {
   auto model = load_model(a);
   settings.identity.enabled = a.flag("reidentify");
   std::shared_ptr<const VoiceModel> voice_model;
-  if (settings.identity.enabled)
-    voice_model = VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path()));
+  if (settings.identity.enabled) voice_model = load_voice_model(a);
   auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
     return voice_model ? make_voice_encoder(a, voice_model) : nullptr;
   };
