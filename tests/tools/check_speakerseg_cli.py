@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end check of `speakerseg`: logits of a whole recording against ONNX Runtime, the clear
-refusals (wrong sample rate, missing model), and `live` channels giving a result line."""
+refusals (wrong sample rate, missing model), help on stdout and argument errors that point at it,
+and `live` channels giving a result line."""
 import json
 import pathlib
 import subprocess
@@ -42,6 +43,8 @@ with tempfile.TemporaryDirectory() as tmp:
         (["logits", "--model", tmp + "/missing.onnx", "--input", recording, "--output", str(out)], "cannot be opened"),
         (["logits", "--input", recording], "needs --input and --output"),
         (["frobnicate"], "unknown command"),
+        (["frobnicate", "--help"], "unknown command"),
+        (["help", "frobnicate"], "unknown command"),
         (["logits", "--input", recording, "--output", str(out), "--step", "0.0000625"],
          "step must be from 0.1 to 10 s"),
         (["changes", "--input", recording, "--latency", "100"], "latency must be from 0 to 60 s"),
@@ -58,6 +61,31 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r} lacks {expect!r}")
         else:
             print(f"refused as expected: {r.stderr.splitlines()[0]}")
+        # An argument error is said with one line that points at the command's help, not buried
+        # under the whole usage.
+        if r.returncode == 2:
+            command = args[0] if args[0] not in ("frobnicate", "help") else ""
+            pointer = f"speakerseg: see 'speakerseg {command + ' ' if command else ''}--help'"
+            if len(r.stderr.splitlines()) != 2 or r.stderr.splitlines()[1] != pointer:
+                failures.append(f"{args}: stderr is not the error and {pointer!r}: {r.stderr!r}")
+
+    # Help is asked for, not an argument error: usage on stdout, exit 0; a command's help is its
+    # own part of the usage.
+    for args, has, lacks in (
+        (["--help"], "speakerseg changes", None),
+        (["-h"], "speakerseg changes", None),
+        (["help"], "speakerseg live", None),
+        (["help", "enroll"], "speakerseg enroll", "speakerseg changes"),
+        (["changes", "--help"], "--reidentify", "speakerseg logits"),
+        (["enroll", "--input", recording, "-h"], "speakerseg enroll", "speakerseg live"),
+        (["info", "--help"], "speakerseg info", "--engine"),
+    ):
+        r = subprocess.run([exe, *args], capture_output=True, text=True)
+        if r.returncode != 0 or r.stderr or has not in r.stdout or (lacks and lacks in r.stdout):
+            failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r}, stdout has "
+                            f"{has!r}: {has in r.stdout}, lacks {lacks!r}: {lacks not in r.stdout}")
+        else:
+            print(f"help as expected: speakerseg {' '.join(args)}: {len(r.stdout.splitlines())} lines")
 
     # Compressed audio is read to its end: libsndfile alone stops an MP3 where the first frame's
     # bitrate says it ends (23 s of this 30 s recording, without an error). And choosing the CPU
