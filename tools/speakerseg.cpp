@@ -298,6 +298,54 @@ int cmd_bench_voice(const Args& a) {
   return 0;
 }
 
+// The changes `detector` finds in `audio`, fed in 20 ms buffers as a live source would feed it.
+std::vector<SpeakerChange> detect_changes(SpeakerChangeDetector& detector,
+                                          const std::vector<float>& audio) {
+  std::vector<SpeakerChange> changes;
+  const size_t chunk = kSampleRate / 50;
+  for (size_t i = 0; i < audio.size(); i += chunk) {
+    detector.push(&audio[i], std::min(chunk, audio.size() - i));
+    for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  }
+  detector.finish();
+  for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  return changes;
+}
+
+// One stretch of the current-speaker timeline that `changes` announce.
+struct Turn {
+  std::string speaker;
+  int64_t start, end;  // samples
+};
+
+// Everyone's turns, each until the next change or `end` (the end of the audio); nobody's left out.
+std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& changes, int64_t end) {
+  std::vector<Turn> turns;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const int64_t stop = i + 1 < changes.size() ? changes[i + 1].sample : end;
+    if (!changes[i].speaker.empty() && stop > changes[i].sample)
+      turns.push_back({changes[i].speaker, changes[i].sample, stop});
+  }
+  return turns;
+}
+
+// The clip's speech, joined: the turns the streaming logic finds in it offline (as `changes
+// --offline` would). An enrolment embeds and counts only these, since the voice encoder embeds
+// whatever it is given: silence or noise in the clip would dilute the voiceprint and, counted as
+// speech, give it more weight than it has earned.
+std::vector<float> speech_of(const Args& a, const std::vector<float>& clip) {
+  StreamSettings settings;
+  settings.latency = 1e9;
+  const int batch = 32;  // as `changes --offline`
+  auto engine = make_engine(a, load_model(a), batch);
+  SpeakerChangeDetector detector(*engine, settings, batch);
+  std::vector<float> speech;
+  for (const Turn& t :
+       speaker_turns(detect_changes(detector, clip), static_cast<int64_t>(clip.size())))
+    speech.insert(speech.end(), clip.begin() + t.start, clip.begin() + t.end);
+  return speech;
+}
+
 int cmd_enroll(const Args& a) {
   const std::string name = a.get("name"), file = a.get("voiceprints");
   if (name.empty() || file.empty() || a.get("input").empty())
@@ -306,18 +354,27 @@ int cmd_enroll(const Args& a) {
   Voiceprints prints;
   struct stat st {};
   if (::stat(file.c_str(), &st) == 0) prints = *Voiceprints::load(file);
-  const std::vector<float> clip = read_clip(a);
+  const std::vector<float> speech = speech_of(a, read_clip(a));
+  const std::string where =
+      a.get("input") + (a.flag("start") || a.flag("end") ? " between --start and --end" : "");
+  if (speech.empty())
+    throw std::runtime_error("no speech found in " + where + ": nothing enrolled");
   auto encoder = make_voice_encoder(a);
   const MelSpectrogram mel;
-  const auto n = static_cast<int64_t>(clip.size());
-  const std::vector<float> e = utterance_embedding(*encoder, mel, clip.data(), n);
-  if (e.empty())
-    throw std::invalid_argument("the clip is " + std::to_string(n / double(kSampleRate)) +
-                                " s long; enrolment needs at least 1.59 s of the speaker alone");
-  prints.enroll(name, e, n / double(kSampleRate));
+  const auto n = static_cast<int64_t>(speech.size());
+  const double seconds = n / double(kSampleRate);
+  const std::vector<float> e = utterance_embedding(*encoder, mel, speech.data(), n);
+  if (e.empty()) {
+    char found[32];
+    std::snprintf(found, sizeof found, "%.2f", seconds);
+    throw std::runtime_error(std::string("only ") + found + " s of speech found in " + where +
+                             "; enrolment needs at least 1.59 s of the speaker alone: give a "
+                             "longer clip");
+  }
+  prints.enroll(name, e, seconds);
   prints.save(file);
   std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of speech) in %s: %zu speaker%s\n",
-               name.c_str(), n / double(kSampleRate), file.c_str(), prints.speakers.size(),
+               name.c_str(), seconds, file.c_str(), prints.speakers.size(),
                prints.speakers.size() > 1 ? "s" : "");
   return 0;
 }
@@ -392,15 +449,10 @@ int cmd_changes(const Args& a) {
   }
   const std::vector<float> audio = read_mono_16k(input);
   SpeakerChangeDetector detector(*engine, settings, batch, voice.get(), enrolled);
-  std::vector<SpeakerChange> changes;
-  // Fed in 20 ms buffers, as a live source would.
-  const size_t chunk = kSampleRate / 50;
-  for (size_t i = 0; i < audio.size(); i += chunk) {
-    detector.push(&audio[i], std::min(chunk, audio.size() - i));
-    for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
-  }
-  detector.finish();
-  for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  const std::vector<SpeakerChange> changes = detect_changes(detector, audio);
+  const std::vector<Turn> turns = speaker_turns(changes, static_cast<int64_t>(audio.size()));
+  // Nothing on stdout is a valid result, but from the outside it looks like a failure.
+  if (turns.empty()) std::fprintf(stderr, "speakerseg: no speech found in %s\n", input.c_str());
 
   for (const auto& c : changes) {
     std::printf("{\"time\": %.3f, \"speaker\": %s, \"previous\": %s, \"active\": [",
@@ -431,15 +483,10 @@ int cmd_changes(const Args& a) {
     if (!f) throw std::runtime_error("cannot write '" + a.get("rttm") + "'");
     std::string uri = a.get("uri", input.substr(input.find_last_of('/') + 1));
     uri = uri.substr(0, uri.find_last_of('.'));
-    const double end_of_audio = audio.size() / double(kSampleRate);
-    for (size_t i = 0; i < changes.size(); ++i) {
-      if (changes[i].speaker.empty()) continue;
-      const double start = changes[i].sample / double(kSampleRate);
-      const double end =
-          i + 1 < changes.size() ? changes[i + 1].sample / double(kSampleRate) : end_of_audio;
-      if (end > start)
-        std::fprintf(f, "SPEAKER %s 1 %.3f %.3f <NA> <NA> %s <NA> <NA>\n", uri.c_str(), start,
-                     end - start, changes[i].speaker.c_str());
+    for (const Turn& t : turns) {
+      const double start = t.start / double(kSampleRate), end = t.end / double(kSampleRate);
+      std::fprintf(f, "SPEAKER %s 1 %.3f %.3f <NA> <NA> %s <NA> <NA>\n", uri.c_str(), start,
+                   end - start, t.speaker.c_str());
     }
     std::fclose(f);
   }
@@ -655,15 +702,18 @@ const Command kCommands[] = {
      "                     [--voice-threshold X] [--voice-model V]]\n"
      "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
      "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
-     "      --offline: final at the end, with all the right context there is).\n"
+     "      --offline: final at the end, with all the right context there is); none, and a note\n"
+     "      on stderr, where no speech is found.\n"
      "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
      "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
      "      --voice-threshold: the match cosine (default: 0.7 at --latency 2 or less,\n"
      "      else 0.75).\n"},
     {"enroll", cmd_enroll, true,
      "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
-     "                    [--voice-model V]\n"
-     "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"},
+     "                    [--model M] [--voice-model V]\n"
+     "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
+     "      Only the clip's speech (as segmentation finds it) is embedded and counted; a clip\n"
+     "      with less than 1.59 s of speech is refused.\n"},
     {"live", cmd_live, true,
      "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
      "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
