@@ -122,11 +122,11 @@ def main():
     src.connect("no-more-pads", on_no_more_pads)
 
     reidentify = sc.get_property("reidentify")
-    changes, error = [], None
+    changes, error, ended = [], None, False
     loop = GLib.MainLoop()
 
     def on_message(bus, msg):
-        nonlocal error
+        nonlocal error, ended
         if msg.type == Gst.MessageType.ELEMENT and msg.get_structure().get_name() == "speaker-change":
             s = msg.get_structure()
             active = s.get_value("active-speakers")
@@ -151,6 +151,7 @@ def main():
             error = f"{err.message}" + (f" ({debug})" if debug else "")
             loop.quit()
         elif msg.type == Gst.MessageType.EOS:
+            ended = True
             loop.quit()
 
     def progress():
@@ -176,6 +177,9 @@ def main():
         print(file=sys.stderr)
     if error:
         sys.exit(f"speakerchange: {error}")
+    # No changes is a valid result, but an empty output looks like a failure from the outside.
+    if ended and not any(c["speaker"] for c in changes):
+        print(f"speakerchange: no speech found in {a.recording}", file=sys.stderr)
 
     if a.rttm:
         name = a.uri_name or pathlib.Path(a.recording).stem

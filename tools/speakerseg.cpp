@@ -38,72 +38,7 @@ using namespace speakerseg;
 
 namespace {
 
-const char kUsage[] =
-    "usage:\n"
-    "  speakerseg logits --input FILE.wav --output OUT.npy [--model M] [--step SECONDS]\n"
-    "                    [--batch N] [--threads N]\n"
-    "      log-probabilities [windows, 589, 7] of every 10 s window (pyannote's sliding: offsets\n"
-    "      0, step, 2 step, ..., then one zero-padded window for the rest). Default step 1 s.\n"
-    "  speakerseg bench  [--input FILE.wav] [--model M] [--batch N] [--threads N]\n"
-    "                    [--seconds S] [--windows N] [--profile] [--json]\n"
-    "      windows per second of the engine on the file's windows (default: 32 windows of the\n"
-    "      bundled sample), after one warm-up batch.\n"
-    "  speakerseg changes --input FILE.wav [--model M] [--step S] [--latency S | --offline]\n"
-    "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
-    "                    [--rttm OUT.rttm] [--uri NAME]\n"
-    "                    [--reidentify [--voiceprints FILE] [--max-speakers N]\n"
-    "                     [--voice-threshold X] [--voice-model V]]\n"
-    "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
-    "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
-    "      --offline: final at the end, with all the right context there is).\n"
-    "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
-    "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
-    "      --voice-threshold: the match cosine (default: 0.7 at --latency 2 or less, else 0.75).\n"
-    "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
-    "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
-    "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
-    "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
-    "                    [--reidentify [--voice-model V]]\n"
-    "      N live channels in real time through the element's streaming logic without GStreamer\n"
-    "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
-    "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
-    "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped.\n"
-    "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
-    "                    --output OUT.npy [--voice-model V] [--threads N]\n"
-    "      the GE2E voice embedding of the clip [start, end) (default: the whole file): one\n"
-    "      utterance embedding [1, 256] as the stream computes it (volume raised to -30 dBFS,\n"
-    "      partials every 80 mel frames, averaged); with --raw, no volume scaling and one row per\n"
-    "      160-frame partial at mel frames 0, N, 2N, ... wholly inside the clip ([partials, "
-    "256]).\n"
-    "  speakerseg bench-voice [--input FILE.wav] [--voice-model V] [--batch N] [--threads N]\n"
-    "                    [--seconds S]\n"
-    "      GE2E partials per second on the file's partials (one JSON line).\n"
-    "  speakerseg info   [--model M]\n"
-    "      what the loader found in the model file (and, in a CUDA build, the GPU and libraries).\n"
-    "\n"
-    "  logits, bench, changes, live and the voice commands also take the engine options\n"
-    "    (the voice encoder runs where the segmentation engine does)\n"
-    "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
-    "    --device N               GPU index (CUDA engine)\n"
-    "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
-    "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
-    "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
-    "    --precision fp32|bf16    the CPU engines' LSTM recurrence products: fp32 (default) or\n"
-    "                             bf16 (CPUs with AVX512_BF16; an exploration, "
-    "docs/performance.md)\n"
-    "    --verbose                say which engine auto chose, and why\n"
-    "\n"
-    "  --model defaults to $SPEAKERCHANGE_MODEL, else the build tree's model where it exists,\n"
-    "  else the installed one (--voice-model likewise, from $SPEAKERCHANGE_VOICE_MODEL):\n";
-
-void usage(FILE* out) {
-  std::fprintf(out, "%s    %s\n    %s\n    %s\n    %s\n", kUsage, build_model_path().c_str(),
-               installed_model_path().c_str(), build_voice_model_path().c_str(),
-               installed_voice_model_path().c_str());
-}
-
 struct Args {
-  std::string command;
   std::map<std::string, std::string> values;
   bool flag(const char* name) const { return values.count(name) != 0; }
   std::string get(const char* name, const std::string& fallback = "") const {
@@ -123,13 +58,19 @@ struct Args {
 };
 
 std::shared_ptr<const SegmentationModel> load_model(const Args& a) {
-  return SegmentationModel::load_onnx(a.get("model", default_model_path()));
+  return SegmentationModel::load_onnx(
+      a.get("model", default_model_path()),
+      std::string("pass its path with --model or in $") + kModelEnvironmentVariable);
+}
+
+std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
+  return VoiceModel::load_onnx(
+      a.get("voice-model", default_voice_model_path()),
+      std::string("pass its path with --voice-model or in $") + kVoiceModelEnvironmentVariable);
 }
 
 Args parse(int argc, char** argv) {
   Args a;
-  if (argc < 2) throw std::invalid_argument("no command given");
-  a.command = argv[1];
   const char* booleans[] = {"profile", "json", "offline",    "no-cuda-graphs", "tf32",
                             "own",     "raw",  "reidentify", "verbose"};
   for (int i = 2; i < argc; ++i) {
@@ -303,8 +244,7 @@ std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
 }
 
 std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
-  return make_voice_encoder(
-      a, VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path())));
+  return make_voice_encoder(a, load_voice_model(a));
 }
 
 // The samples [--start, --end) of --input, checked against the file's length.
@@ -358,6 +298,54 @@ int cmd_bench_voice(const Args& a) {
   return 0;
 }
 
+// The changes `detector` finds in `audio`, fed in 20 ms buffers as a live source would feed it.
+std::vector<SpeakerChange> detect_changes(SpeakerChangeDetector& detector,
+                                          const std::vector<float>& audio) {
+  std::vector<SpeakerChange> changes;
+  const size_t chunk = kSampleRate / 50;
+  for (size_t i = 0; i < audio.size(); i += chunk) {
+    detector.push(&audio[i], std::min(chunk, audio.size() - i));
+    for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  }
+  detector.finish();
+  for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  return changes;
+}
+
+// One stretch of the current-speaker timeline that `changes` announce.
+struct Turn {
+  std::string speaker;
+  int64_t start, end;  // samples
+};
+
+// Everyone's turns, each until the next change or `end` (the end of the audio); nobody's left out.
+std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& changes, int64_t end) {
+  std::vector<Turn> turns;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const int64_t stop = i + 1 < changes.size() ? changes[i + 1].sample : end;
+    if (!changes[i].speaker.empty() && stop > changes[i].sample)
+      turns.push_back({changes[i].speaker, changes[i].sample, stop});
+  }
+  return turns;
+}
+
+// The clip's speech, joined: the turns the streaming logic finds in it offline (as `changes
+// --offline` would). An enrolment embeds and counts only these, since the voice encoder embeds
+// whatever it is given: silence or noise in the clip would dilute the voiceprint and, counted as
+// speech, give it more weight than it has earned.
+std::vector<float> speech_of(const Args& a, const std::vector<float>& clip) {
+  StreamSettings settings;
+  settings.latency = 1e9;
+  const int batch = 32;  // as `changes --offline`
+  auto engine = make_engine(a, load_model(a), batch);
+  SpeakerChangeDetector detector(*engine, settings, batch);
+  std::vector<float> speech;
+  for (const Turn& t :
+       speaker_turns(detect_changes(detector, clip), static_cast<int64_t>(clip.size())))
+    speech.insert(speech.end(), clip.begin() + t.start, clip.begin() + t.end);
+  return speech;
+}
+
 int cmd_enroll(const Args& a) {
   const std::string name = a.get("name"), file = a.get("voiceprints");
   if (name.empty() || file.empty() || a.get("input").empty())
@@ -366,18 +354,27 @@ int cmd_enroll(const Args& a) {
   Voiceprints prints;
   struct stat st {};
   if (::stat(file.c_str(), &st) == 0) prints = *Voiceprints::load(file);
-  const std::vector<float> clip = read_clip(a);
+  const std::vector<float> speech = speech_of(a, read_clip(a));
+  const std::string where =
+      a.get("input") + (a.flag("start") || a.flag("end") ? " between --start and --end" : "");
+  if (speech.empty())
+    throw std::runtime_error("no speech found in " + where + ": nothing enrolled");
   auto encoder = make_voice_encoder(a);
   const MelSpectrogram mel;
-  const auto n = static_cast<int64_t>(clip.size());
-  const std::vector<float> e = utterance_embedding(*encoder, mel, clip.data(), n);
-  if (e.empty())
-    throw std::invalid_argument("the clip is " + std::to_string(n / double(kSampleRate)) +
-                                " s long; enrolment needs at least 1.59 s of the speaker alone");
-  prints.enroll(name, e, n / double(kSampleRate));
+  const auto n = static_cast<int64_t>(speech.size());
+  const double seconds = n / double(kSampleRate);
+  const std::vector<float> e = utterance_embedding(*encoder, mel, speech.data(), n);
+  if (e.empty()) {
+    char found[32];
+    std::snprintf(found, sizeof found, "%.2f", seconds);
+    throw std::runtime_error(std::string("only ") + found + " s of speech found in " + where +
+                             "; enrolment needs at least 1.59 s of the speaker alone: give a "
+                             "longer clip");
+  }
+  prints.enroll(name, e, seconds);
   prints.save(file);
   std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of speech) in %s: %zu speaker%s\n",
-               name.c_str(), n / double(kSampleRate), file.c_str(), prints.speakers.size(),
+               name.c_str(), seconds, file.c_str(), prints.speakers.size(),
                prints.speakers.size() > 1 ? "s" : "");
   return 0;
 }
@@ -452,15 +449,10 @@ int cmd_changes(const Args& a) {
   }
   const std::vector<float> audio = read_mono_16k(input);
   SpeakerChangeDetector detector(*engine, settings, batch, voice.get(), enrolled);
-  std::vector<SpeakerChange> changes;
-  // Fed in 20 ms buffers, as a live source would.
-  const size_t chunk = kSampleRate / 50;
-  for (size_t i = 0; i < audio.size(); i += chunk) {
-    detector.push(&audio[i], std::min(chunk, audio.size() - i));
-    for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
-  }
-  detector.finish();
-  for (auto& c : detector.take_changes()) changes.push_back(std::move(c));
+  const std::vector<SpeakerChange> changes = detect_changes(detector, audio);
+  const std::vector<Turn> turns = speaker_turns(changes, static_cast<int64_t>(audio.size()));
+  // Nothing on stdout is a valid result, but from the outside it looks like a failure.
+  if (turns.empty()) std::fprintf(stderr, "speakerseg: no speech found in %s\n", input.c_str());
 
   for (const auto& c : changes) {
     std::printf("{\"time\": %.3f, \"speaker\": %s, \"previous\": %s, \"active\": [",
@@ -491,15 +483,10 @@ int cmd_changes(const Args& a) {
     if (!f) throw std::runtime_error("cannot write '" + a.get("rttm") + "'");
     std::string uri = a.get("uri", input.substr(input.find_last_of('/') + 1));
     uri = uri.substr(0, uri.find_last_of('.'));
-    const double end_of_audio = audio.size() / double(kSampleRate);
-    for (size_t i = 0; i < changes.size(); ++i) {
-      if (changes[i].speaker.empty()) continue;
-      const double start = changes[i].sample / double(kSampleRate);
-      const double end =
-          i + 1 < changes.size() ? changes[i + 1].sample / double(kSampleRate) : end_of_audio;
-      if (end > start)
-        std::fprintf(f, "SPEAKER %s 1 %.3f %.3f <NA> <NA> %s <NA> <NA>\n", uri.c_str(), start,
-                     end - start, changes[i].speaker.c_str());
+    for (const Turn& t : turns) {
+      const double start = t.start / double(kSampleRate), end = t.end / double(kSampleRate);
+      std::fprintf(f, "SPEAKER %s 1 %.3f %.3f <NA> <NA> %s <NA> <NA>\n", uri.c_str(), start,
+                   end - start, t.speaker.c_str());
     }
     std::fclose(f);
   }
@@ -593,8 +580,7 @@ int cmd_live(const Args& a) {
   auto model = load_model(a);
   settings.identity.enabled = a.flag("reidentify");
   std::shared_ptr<const VoiceModel> voice_model;
-  if (settings.identity.enabled)
-    voice_model = VoiceModel::load_onnx(a.get("voice-model", default_voice_model_path()));
+  if (settings.identity.enabled) voice_model = load_voice_model(a);
   auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
     return voice_model ? make_voice_encoder(a, voice_model) : nullptr;
   };
@@ -689,27 +675,143 @@ int cmd_live(const Args& a) {
   return 0;
 }
 
+// Each command's part of the usage, shown alone by `speakerseg NAME --help`.
+struct Command {
+  const char* name;
+  int (*run)(const Args&);
+  bool engine_options;
+  const char* usage;
+};
+
+const Command kCommands[] = {
+    {"logits", cmd_logits, true,
+     "  speakerseg logits --input FILE.wav --output OUT.npy [--model M] [--step SECONDS]\n"
+     "                    [--batch N] [--threads N]\n"
+     "      log-probabilities [windows, 589, 7] of every 10 s window (pyannote's sliding: offsets\n"
+     "      0, step, 2 step, ..., then one zero-padded window for the rest). Default step 1 s.\n"},
+    {"bench", cmd_bench, true,
+     "  speakerseg bench  [--input FILE.wav] [--model M] [--batch N] [--threads N]\n"
+     "                    [--seconds S] [--windows N] [--profile] [--json]\n"
+     "      windows per second of the engine on the file's windows (default: 32 windows of the\n"
+     "      bundled sample), after one warm-up batch.\n"},
+    {"changes", cmd_changes, true,
+     "  speakerseg changes --input FILE.wav [--model M] [--step S] [--latency S | --offline]\n"
+     "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
+     "                    [--rttm OUT.rttm] [--uri NAME]\n"
+     "                    [--reidentify [--voiceprints FILE] [--max-speakers N]\n"
+     "                     [--voice-threshold X] [--voice-model V]]\n"
+     "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
+     "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
+     "      --offline: final at the end, with all the right context there is); none, and a note\n"
+     "      on stderr, where no speech is found.\n"
+     "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
+     "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
+     "      --voice-threshold: the match cosine (default: 0.7 at --latency 2 or less,\n"
+     "      else 0.75).\n"},
+    {"enroll", cmd_enroll, true,
+     "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
+     "                    [--model M] [--voice-model V]\n"
+     "      adds NAME's voiceprint (the clip: NAME alone) to FILE, or refines it; makes FILE.\n"
+     "      Only the clip's speech (as segmentation finds it) is embedded and counted; a clip\n"
+     "      with less than 1.59 s of speech is refused.\n"},
+    {"live", cmd_live, true,
+     "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
+     "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
+     "                    [--reidentify [--voice-model V]]\n"
+     "      N live channels in real time through the element's streaming logic without GStreamer\n"
+     "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
+     "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
+     "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped.\n"},
+    {"voiceprint", cmd_voiceprint, true,
+     "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
+     "                    --output OUT.npy [--voice-model V] [--threads N]\n"
+     "      the GE2E voice embedding of the clip [start, end) (default: the whole file): one\n"
+     "      utterance embedding [1, 256] as the stream computes it (volume raised to -30 dBFS,\n"
+     "      partials every 80 mel frames, averaged); with --raw, no volume scaling and one\n"
+     "      row per 160-frame partial at mel frames 0, N, 2N, ... wholly inside the clip\n"
+     "      ([partials, 256]).\n"},
+    {"bench-voice", cmd_bench_voice, true,
+     "  speakerseg bench-voice [--input FILE.wav] [--voice-model V] [--batch N] [--threads N]\n"
+     "                    [--seconds S]\n"
+     "      GE2E partials per second on the file's partials (one JSON line).\n"},
+    {"info", cmd_info, false,
+     "  speakerseg info   [--model M]\n"
+     "      what the loader found in the model file (and, in a CUDA build, the GPU and\n"
+     "      libraries).\n"},
+};
+
+const char kEngineOptions[] =
+    "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
+    "    --device N               GPU index (CUDA engine)\n"
+    "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
+    "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
+    "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
+    "    --precision fp32|bf16    the CPU engines' LSTM recurrence products: fp32 (default) or\n"
+    "                             bf16 (CPUs with AVX512_BF16; an exploration,\n"
+    "                             docs/performance.md)\n"
+    "    --verbose                say which engine auto chose, and why\n";
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+// The whole usage, or one command's part of it (with the options it shares with the others).
+void usage(FILE* out, const Command* only = nullptr) {
+  std::fprintf(out, "usage:\n");
+  for (const Command& c : kCommands)
+    if (!only || only == &c) std::fprintf(out, "%s", c.usage);
+  if (!only)
+    std::fprintf(out,
+                 "  speakerseg help [COMMAND], speakerseg COMMAND --help\n"
+                 "      this usage, or one command's part of it.\n"
+                 "\n"
+                 "  logits, bench, changes, live and the voice commands also take the engine "
+                 "options\n"
+                 "    (the voice encoder runs where the segmentation engine does)\n");
+  else if (only->engine_options)
+    std::fprintf(out,
+                 "\n  engine options (the voice encoder runs where the segmentation engine "
+                 "does):\n");
+  if (!only || only->engine_options) std::fprintf(out, "%s", kEngineOptions);
+  std::fprintf(out,
+               "\n"
+               "  --model defaults to $%s, else the build tree's model where it exists,\n"
+               "  else the installed one (--voice-model likewise, from $%s):\n"
+               "    %s\n    %s\n    %s\n    %s\n",
+               kModelEnvironmentVariable, kVoiceModelEnvironmentVariable,
+               build_model_path().c_str(), installed_model_path().c_str(),
+               build_voice_model_path().c_str(), installed_voice_model_path().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string first = argc > 1 ? argv[1] : "";
+  const Command* command = find_command(first);
   try {
-    const Args a = parse(argc, argv);
-    if (a.command == "logits") return cmd_logits(a);
-    if (a.command == "bench") return cmd_bench(a);
-    if (a.command == "changes") return cmd_changes(a);
-    if (a.command == "info") return cmd_info(a);
-    if (a.command == "live") return cmd_live(a);
-    if (a.command == "voiceprint") return cmd_voiceprint(a);
-    if (a.command == "enroll") return cmd_enroll(a);
-    if (a.command == "bench-voice") return cmd_bench_voice(a);
-    if (a.command == "--help" || a.command == "-h" || a.command == "help") {
-      usage(stdout);
+    // Asking for help is not an error: stdout, exit 0, before any other argument is parsed.
+    if (first == "help" || first == "--help" || first == "-h") {
+      const Command* topic = argc > 2 ? find_command(argv[2]) : nullptr;
+      if (argc > 2 && !topic)
+        throw std::invalid_argument(std::string("unknown command '") + argv[2] + "'");
+      usage(stdout, topic);
       return 0;
     }
-    throw std::invalid_argument("unknown command '" + a.command + "'");
+    if (command && std::any_of(argv + 2, argv + argc, [](const char* arg) {
+          return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0;
+        })) {
+      usage(stdout, command);
+      return 0;
+    }
+    if (first.empty()) throw std::invalid_argument("no command given");
+    if (!command) throw std::invalid_argument("unknown command '" + first + "'");
+    return command->run(parse(argc, argv));
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "speakerseg: %s\n\n", e.what());
-    usage(stderr);
+    // The error and where to read more; the whole usage would bury the error.
+    std::fprintf(stderr, "speakerseg: %s\nspeakerseg: see 'speakerseg %s--help'\n", e.what(),
+                 command ? (first + " ").c_str() : "");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speakerseg: error: %s\n", e.what());

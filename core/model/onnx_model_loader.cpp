@@ -119,13 +119,12 @@ size_t SegmentationModel::parameter_count() const {
   return n;
 }
 
-std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(const std::string& path) {
+std::shared_ptr<const SegmentationModel> SegmentationModel::load_onnx(
+    const std::string& path, const std::string& name_another) {
   const std::string hint =
-      "Run scripts/setup.sh to fetch segmentation-3.0.onnx, or pass its path with --model / model=";
+      "Run scripts/setup.sh to fetch segmentation-3.0.onnx, or " + name_another;
   const onnx::ModelProto proto = onnx_graph::read_model(path, hint);
-  GraphIndex g(path, proto.graph(),
-               "Expected pyannote segmentation-3.0 exported to ONNX; run scripts/setup.sh to "
-               "fetch the right file, or pass its path with --model / model=");
+  GraphIndex g(path, proto.graph(), "Expected pyannote segmentation-3.0 exported to ONNX. " + hint);
   auto m = std::make_shared<SegmentationModel>();
   m->source = path;
 

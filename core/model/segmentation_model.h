@@ -51,8 +51,11 @@ struct SegmentationModel {
 
   size_t parameter_count() const;
 
-  // Reads an ONNX export of segmentation-3.0. Throws ModelError naming `path` and the problem.
-  static std::shared_ptr<const SegmentationModel> load_onnx(const std::string& path);
+  // Reads an ONNX export of segmentation-3.0. Throws ModelError naming `path`, the problem and how
+  // to get the right file; `name_another` ends it with how the caller's user names a file (the
+  // tool's flag, the element's property), since the core knows neither.
+  static std::shared_ptr<const SegmentationModel> load_onnx(
+      const std::string& path, const std::string& name_another = "name its path");
 };
 
 }  // namespace speakerseg

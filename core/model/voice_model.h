@@ -38,8 +38,10 @@ struct VoiceModel {
   std::vector<float> linear_bias;    // [kEmbeddingDim]
 
   // Reads the converted encoder. Throws ModelError naming `path` and the problem (missing file,
-  // another network or shape, another encoder in its metadata) and how to get the right file.
-  static std::shared_ptr<const VoiceModel> load_onnx(const std::string& path);
+  // another network or shape, another encoder in its metadata) and how to get the right file,
+  // ended with `name_another`, as SegmentationModel::load_onnx.
+  static std::shared_ptr<const VoiceModel> load_onnx(
+      const std::string& path, const std::string& name_another = "name its path");
 };
 
 }  // namespace speakerseg

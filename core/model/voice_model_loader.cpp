@@ -3,8 +3,8 @@
 // must name this encoder and its front end, since a different mel or embedding size would load
 // and run and give meaningless voiceprints.
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "model/onnx_graph.h"
 #include "model/voice_model.h"
@@ -15,16 +15,16 @@ namespace {
 using namespace onnx_graph;
 
 constexpr const char* kFetchHint =
-    "Run scripts/setup.sh (or scripts/fetch_voice_model.sh) to make voice-encoder-ge2e.onnx, or "
-    "pass its path with --voice-model / voice-model=";
+    "Run scripts/setup.sh (or scripts/fetch_voice_model.sh) to make voice-encoder-ge2e.onnx, or ";
 
 }  // namespace
 
-std::shared_ptr<const VoiceModel> VoiceModel::load_onnx(const std::string& path) {
-  const onnx::ModelProto proto = read_model(path, kFetchHint);
-  GraphIndex g(
-      path, proto.graph(),
-      std::string("Expected Resemblyzer's GE2E voice encoder converted to ONNX. ") + kFetchHint);
+std::shared_ptr<const VoiceModel> VoiceModel::load_onnx(const std::string& path,
+                                                        const std::string& name_another) {
+  const std::string hint = kFetchHint + name_another;
+  const onnx::ModelProto proto = read_model(path, hint);
+  GraphIndex g(path, proto.graph(),
+               "Expected Resemblyzer's GE2E voice encoder converted to ONNX. " + hint);
 
   std::map<std::string, std::string> meta;
   for (const auto& p : proto.metadata_props()) meta[p.key()] = p.value();

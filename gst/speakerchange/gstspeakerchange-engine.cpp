@@ -21,6 +21,15 @@
 namespace gstspeakerchange {
 namespace {
 
+// How a model file's error ends, in the element's terms: the core's loaders know neither front
+// end. The environment variables give the properties their defaults (model_location.h).
+constexpr const char* kNameAnotherModel =
+    "set the element's model property to its path (its default comes from $SPEAKERCHANGE_MODEL "
+    "where set)";
+constexpr const char* kNameAnotherVoiceModel =
+    "set the element's voice-model property to its path (its default comes from "
+    "$SPEAKERCHANGE_VOICE_MODEL where set)";
+
 // Errors and warnings of the engine's creation, posted by the caller once the pool's lock is free.
 using Reports = std::vector<std::function<void()>>;
 
@@ -62,7 +71,7 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
   std::unique_ptr<speakerseg::SegmentationEngine> engine;
   std::shared_ptr<const speakerseg::SegmentationModel> model;
   try {
-    model = speakerseg::SegmentationModel::load_onnx(p.model);
+    model = speakerseg::SegmentationModel::load_onnx(p.model, kNameAnotherModel);
   } catch (const std::exception& e) {
     const std::string what = e.what(), path = p.model;
     if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
@@ -73,9 +82,7 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
     else
       reports.push_back([self, what, path] {
         GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", what.c_str()),
-                          ("model property: '%s' (set it, or the SPEAKERCHANGE_MODEL environment "
-                           "variable, to the path of segmentation-3.0.onnx)",
-                           path.c_str()));
+                          ("model property: '%s'", path.c_str()));
       });
     return nullptr;
   }
@@ -184,7 +191,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   s->enrolled.reset();  // a start that failed left the last one's (stop() does not run then)
   if (p.reidentify) {
     try {
-      voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model);
+      voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model, kNameAnotherVoiceModel);
       if (!p.voiceprints.empty()) s->enrolled = speakerseg::Voiceprints::load(p.voiceprints);
     } catch (const speakerseg::VoiceprintsError& e) {
       if (g_file_test(p.voiceprints.c_str(), G_FILE_TEST_EXISTS))

@@ -3,12 +3,14 @@
 changes` (the core on its own): the same recording must give the same changes, and the RTTM must
 be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy, and refuses what
 gst-launch-1.0 refuses (unknown properties, values that do not parse or are out of range) and a
-recording without an audio track, each with a message and a non-zero exit."""
+recording without an audio track, each with a message and a non-zero exit; says so where a
+recording holds no speech."""
 import json
 import pathlib
 import subprocess
 import sys
 import tempfile
+import wave
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 import gst_plugins  # noqa: E402
@@ -56,6 +58,18 @@ with tempfile.TemporaryDirectory() as tmp:
     near = sum(any(abs(d["time"] - c["time"]) <= 0.5 for d in decoded) for c in core)
     if run.returncode != 0 or near < len(core) - 1:
         failures.append(f"compressed copy: exit {run.returncode}, {near}/{len(core)} changes found: {run.stderr}")
+
+    # Silence: no changes is a valid result (exit 0), but is said, not left as an empty output.
+    silence = pathlib.Path(tmp) / "silence.wav"
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000 * 10)
+    run = subprocess.run([sys.executable, str(script), str(silence), f"model={model}", "threads=1"],
+                         capture_output=True, text=True)
+    if run.returncode != 0 or run.stdout or f"no speech found in {silence}" not in run.stderr:
+        failures.append(f"silence: exit {run.returncode}, stdout {run.stdout!r}, stderr {run.stderr!r}")
+    else:
+        print(f"silence: {run.stderr.strip()}")
 
     # Refused before anything runs, as gst-launch-1.0 refuses them; a video-only file is said to be one.
     video = pathlib.Path(tmp) / "video.webm"

@@ -1022,6 +1022,15 @@ std::pair<GstStateChangeReturn, std::vector<std::string>> try_start(
   return {ret, errors};
 }
 
+// The element's errors say how to fix them in its own terms: the property and the environment
+// variable behind its default, not the flags of the command-line tool.
+void expect_element_terms(const std::string& error, const std::string& property,
+                          const std::string& variable) {
+  EXPECT_NE(error.find("element's " + property + " property"), std::string::npos) << error;
+  EXPECT_NE(error.find(variable), std::string::npos) << error;
+  EXPECT_EQ(error.find("--"), std::string::npos) << error;
+}
+
 TEST(SpeakerChangeElement, MissingModelFailsTheStartNamingThePath) {
   const std::string path = "/nonexistent/models/segmentation-3.0.onnx";
   auto [ret, errors] =
@@ -1029,6 +1038,7 @@ TEST(SpeakerChangeElement, MissingModelFailsTheStartNamingThePath) {
   EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+  expect_element_terms(errors[0], "model", "SPEAKERCHANGE_MODEL");
 }
 
 TEST(SpeakerChangeElement, InvalidModelFileFailsTheStart) {
@@ -1038,6 +1048,7 @@ TEST(SpeakerChangeElement, InvalidModelFileFailsTheStart) {
   EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+  expect_element_terms(errors[0], "model", "SPEAKERCHANGE_MODEL");
 }
 
 TEST(SpeakerChangeElement, CudaSettingsAreRefusedInACpuOnlyBuild) {
@@ -1175,6 +1186,7 @@ TEST(SpeakerChangeElement, ReidentifyWithoutTheVoiceModelSaysHowToGetIt) {
   EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("scripts/setup.sh"), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("reidentify=false"), std::string::npos) << errors[0];
+  expect_element_terms(errors[0], "voice-model", "SPEAKERCHANGE_VOICE_MODEL");
   // The segmentation model as the voice model: loads as ONNX, refused as the wrong network.
   auto [ret2, errors2] = try_start([&](GstElement* e) {
     g_object_set(e, "reidentify", TRUE, "voice-model", env("SPEAKERSEG_MODEL").c_str(), nullptr);
@@ -1182,6 +1194,7 @@ TEST(SpeakerChangeElement, ReidentifyWithoutTheVoiceModelSaysHowToGetIt) {
   EXPECT_EQ(ret2, GST_STATE_CHANGE_FAILURE);
   ASSERT_EQ(errors2.size(), 1u);
   EXPECT_NE(errors2[0].find("metadata has no 'encoder'"), std::string::npos) << errors2[0];
+  expect_element_terms(errors2[0], "voice-model", "SPEAKERCHANGE_VOICE_MODEL");
 }
 
 TEST(SpeakerChangeElement, VoiceprintsWithoutReidentifyIsRefused) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """End-to-end check of `speakerseg`: logits of a whole recording against ONNX Runtime, the clear
-refusals (wrong sample rate, missing model), and `live` channels giving a result line."""
+refusals (wrong sample rate, missing model), help on stdout and argument errors that point at it,
+enrolment and changes on silence, and `live` channels giving a result line."""
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,15 +35,20 @@ with tempfile.TemporaryDirectory() as tmp:
         if diff > 1e-3:
             failures.append(f"max |diff| {diff} > 1e-3")
 
+    def write_wav(path, samples, rate=16000):
+        with wave.open(str(path), "wb") as w:
+            w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate)
+            w.writeframes(np.asarray(samples, dtype="<i2").tobytes())
+
     wav8k = pathlib.Path(tmp) / "8k.wav"
-    with wave.open(str(wav8k), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000)
-        w.writeframes(b"\0\0" * 8000)
+    write_wav(wav8k, np.zeros(8000), rate=8000)
     for args, expect in (
         (["logits", "--model", model, "--input", str(wav8k), "--output", str(out)], "16000 Hz"),
         (["logits", "--model", tmp + "/missing.onnx", "--input", recording, "--output", str(out)], "cannot be opened"),
         (["logits", "--input", recording], "needs --input and --output"),
         (["frobnicate"], "unknown command"),
+        (["frobnicate", "--help"], "unknown command"),
+        (["help", "frobnicate"], "unknown command"),
         (["logits", "--input", recording, "--output", str(out), "--step", "0.0000625"],
          "step must be from 0.1 to 10 s"),
         (["changes", "--input", recording, "--latency", "100"], "latency must be from 0 to 60 s"),
@@ -58,6 +65,72 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r} lacks {expect!r}")
         else:
             print(f"refused as expected: {r.stderr.splitlines()[0]}")
+        # An argument error is said with one line that points at the command's help, not buried
+        # under the whole usage.
+        if r.returncode == 2:
+            command = args[0] if args[0] not in ("frobnicate", "help") else ""
+            pointer = f"speakerseg: see 'speakerseg {command + ' ' if command else ''}--help'"
+            if len(r.stderr.splitlines()) != 2 or r.stderr.splitlines()[1] != pointer:
+                failures.append(f"{args}: stderr is not the error and {pointer!r}: {r.stderr!r}")
+
+    # Help is asked for, not an argument error: usage on stdout, exit 0; a command's help is its
+    # own part of the usage.
+    for args, has, lacks in (
+        (["--help"], "speakerseg changes", None),
+        (["-h"], "speakerseg changes", None),
+        (["help"], "speakerseg live", None),
+        (["help", "enroll"], "speakerseg enroll", "speakerseg changes"),
+        (["changes", "--help"], "--reidentify", "speakerseg logits"),
+        (["enroll", "--input", recording, "-h"], "speakerseg enroll", "speakerseg live"),
+        (["info", "--help"], "speakerseg info", "--engine"),
+    ):
+        r = subprocess.run([exe, *args], capture_output=True, text=True)
+        if r.returncode != 0 or r.stderr or has not in r.stdout or (lacks and lacks in r.stdout):
+            failures.append(f"{args}: exit {r.returncode}, stderr {r.stderr!r}, stdout has "
+                            f"{has!r}: {has in r.stdout}, lacks {lacks!r}: {lacks not in r.stdout}")
+        else:
+            print(f"help as expected: speakerseg {' '.join(args)}: {len(r.stdout.splitlines())} lines")
+
+    # Silence: nothing to enrol (refused, no file written), no changes (said on stderr, exit 0).
+    silence = pathlib.Path(tmp) / "silence.wav"
+    write_wav(silence, np.zeros(10 * 16000))
+    prints = pathlib.Path(tmp) / "people.json"
+    r = subprocess.run([exe, "enroll", "--model", model, "--name", "Nobody", "--input", str(silence),
+                        "--voiceprints", str(prints), "--threads", "2"], capture_output=True, text=True)
+    if r.returncode == 0 or f"no speech found in {silence}" not in r.stderr or prints.exists():
+        failures.append(f"enroll on silence: exit {r.returncode}, {r.stderr!r}, file written: "
+                        f"{prints.exists()}")
+    else:
+        print(f"enroll on silence refused: {r.stderr.strip()}")
+    r = subprocess.run([exe, "changes", "--model", model, "--input", str(silence), "--threads", "2"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or r.stdout or f"no speech found in {silence}" not in r.stderr:
+        failures.append(f"changes on silence: exit {r.returncode}, {r.stdout!r}, {r.stderr!r}")
+    else:
+        print(f"changes on silence: {r.stderr.strip()}")
+
+    # An enrolment counts (and embeds) the clip's speech, not its silence: up to 4 s of the
+    # recording's longest annotated turn between 5 s and 3 s of silence.
+    with wave.open(recording) as w:
+        audio = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    start, length = max(((float(f[3]), float(f[4])) for f in
+                         (line.split() for line in pathlib.Path(manifest["rttm"]).read_text().splitlines())),
+                        key=lambda t: t[1])
+    length = min(length, 4.0)
+    turn = audio[int(start * 16000):int((start + length) * 16000)]
+    padded = pathlib.Path(tmp) / "padded.wav"
+    write_wav(padded, np.concatenate([np.zeros(5 * 16000), turn, np.zeros(3 * 16000)]))
+    r = subprocess.run([exe, "enroll", "--model", model, "--name", "Alice", "--input", str(padded),
+                        "--voiceprints", str(prints), "--threads", "2"], capture_output=True, text=True)
+    said = re.search(r"enrolled Alice \(([0-9.]+) s of speech\)", r.stderr)
+    speech = float(said.group(1)) if said else 0.0
+    enrolled = json.loads(prints.read_text())["speakers"] if prints.exists() else []
+    seconds = enrolled[0]["seconds"] if len(enrolled) == 1 else None
+    print(f"enroll on {length:.2f} s of speech in {length + 8:.2f} s: {speech} s of speech, "
+          f"{seconds} s in the file")
+    if r.returncode != 0 or not 0.75 * length <= speech <= length + 0.5 or seconds is None \
+            or abs(seconds - speech) > 0.01:
+        failures.append(f"enroll on padded speech: exit {r.returncode}, {r.stderr!r}, {enrolled}")
 
     # Compressed audio is read to its end: libsndfile alone stops an MP3 where the first frame's
     # bitrate says it ends (23 s of this 30 s recording, without an error). And choosing the CPU
