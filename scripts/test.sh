@@ -75,7 +75,8 @@ for arg in sys.argv[1:]:
     else:
         records = [json.loads(line) for line in open(arg / "meson-logs" / "testlog.json")]
     for r in records:
-        report = r.get("report", arg / f"{r['name']}.xml")
+        # meson names a test "project:suite / name" once suites are in use; its report is name.xml.
+        report = r.get("report", arg / f"{r['name'].split(' / ')[-1]}.xml")
         cases = ET.parse(report).getroot().iter("testcase") if report.exists() else []
         seen = {"passed": 0, "failed": 0, "skipped": 0}
         for case in cases:
