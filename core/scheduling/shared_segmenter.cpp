@@ -350,7 +350,7 @@ void SharedSegmenterChannel::drain() {
   wait_idle(lock);
 }
 
-void SharedSegmenterChannel::finish(int64_t end) {
+void SharedSegmenterChannel::finish(int64_t end, StretchEnd how) {
   std::unique_lock<std::mutex> lock(scheduler_->mutex_);
   wait_idle(lock);
   // Nothing of this channel is queued or running, and the worker takes no new window while we
@@ -361,7 +361,7 @@ void SharedSegmenterChannel::finish(int64_t end) {
   if (!c.error.empty()) return;
   try {
     std::lock_guard<std::mutex> voice_lock(scheduler_->voice_mutex_);
-    c.timeline.finish(end, scheduler_->voice_.get());
+    c.timeline.finish(end, scheduler_->voice_.get(), how);
   } catch (const std::exception& e) {
     // The host is GStreamer's streaming thread, among others: the failure goes where the other
     // failures go, not up through its callbacks.

@@ -163,7 +163,7 @@ class SharedSegmenterChannel final : public WindowSegmenter {
   void drain() override;
   // drain(), then finalises every frame up to stream position `end` (end of stream). A failure
   // (the voice encoder's, say) becomes error(), as a failed window's does; nothing is thrown.
-  void finish(int64_t end) override;
+  void finish(int64_t end, StretchEnd how = StretchEnd::kEnded) override;
   // Forgets this channel's queued windows, its timeline and unread changes; results of its windows
   // in the batch in flight are discarded when they arrive.
   void reset() override;

@@ -22,8 +22,9 @@ class WindowSegmenter {
   virtual std::vector<SpeakerChange> take_changes() = 0;
   // Waits until every submitted window has been run.
   virtual void drain() = 0;
-  // drain(), then finalises every frame up to stream position `end` (end of stream).
-  virtual void finish(int64_t end) = 0;
+  // drain(), then finalises every frame up to stream position `end` (end of stream, or with
+  // StretchEnd::kStalled of a live feed that stopped delivering).
+  virtual void finish(int64_t end, StretchEnd how = StretchEnd::kEnded) = 0;
   // Forgets queued windows, the timeline and unread changes (flush, discontinuity).
   virtual void reset() = 0;
 

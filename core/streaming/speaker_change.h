@@ -19,6 +19,15 @@ struct SpeakerChange {
   // With identity by voice: the cosine of the new speaker's voice with the known voiceprint it
   // was matched to (0: a voice heard first here, not yet heard clean, or nobody).
   double voice_score = 0;
+  // The live feed stalled (StretchEnd::kStalled): nobody is heard from `sample` on because no
+  // audio arrives, not because the network heard silence.
+  bool stalled = false;
 };
+
+// How a stretch of stream ends. kEnded: its audio is all there is (EOS, a discontinuity, a long
+// gap). kStalled: a live feed stopped delivering; the current turn ends with the last audio, and
+// one change to nobody, marked `stalled`, says so (also when nobody was speaking: it is the only
+// notice of the stall).
+enum class StretchEnd { kEnded, kStalled };
 
 }  // namespace speakerseg

@@ -22,9 +22,9 @@ void SpeakerTimeline::add_window(int64_t start, int64_t end, const float* logpro
   run_voice(voice);
 }
 
-void SpeakerTimeline::finish(int64_t end, VoiceEncoder* voice) {
+void SpeakerTimeline::finish(int64_t end, VoiceEncoder* voice, StretchEnd how) {
   if (identifier_ && !voice) throw std::invalid_argument("identity by voice needs an encoder");
-  begin_finish(end);
+  begin_finish(end, how);
   run_voice(voice);
 }
 
@@ -54,9 +54,11 @@ void SpeakerTimeline::begin_window(int64_t start, int64_t end, const float* logp
   finalize(end_frame, end);
 }
 
-void SpeakerTimeline::begin_finish(int64_t end) {
+void SpeakerTimeline::begin_finish(int64_t end, StretchEnd how) {
   if (voice_request())
     throw std::logic_error("the stream ended while its last window still waits for a voice");
+  // After the final frames, which may wait for voices: the stall comes last.
+  if (how == StretchEnd::kStalled) stall_at_ = end;
   finalize(stitcher_.covered_end(), end);
 }
 
@@ -82,6 +84,10 @@ void SpeakerTimeline::advance() {
     if (identifier_ && !identifier_->relabel(f, stitcher_, tracker_)) return;
     tracker_.push(f, speakers(), announced_, changes_);
   }
+  if (stall_at_ >= 0) {
+    tracker_.stall(stall_at_, speakers(), changes_);
+    stall_at_ = -1;
+  }
   if (identifier_)
     for (size_t i = first_new_change_; i < changes_.size(); ++i)
       changes_[i].voice_score = identifier_->score(changes_[i].speaker_id);
@@ -101,6 +107,7 @@ void SpeakerTimeline::reset() {
   final_.clear();
   next_final_ = 0;
   first_new_change_ = 0;
+  stall_at_ = -1;
 }
 
 }  // namespace speakerseg

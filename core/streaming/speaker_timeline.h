@@ -29,8 +29,9 @@ class SpeakerTimeline {
   // end - start samples; `voice`: the encoder, used on this thread during the call.
   void add_window(int64_t start, int64_t end, const float* logprobs, int frames,
                   const float* audio = nullptr, VoiceEncoder* voice = nullptr);
-  // End of stream (or of a stretch of it, before a reset): every covered frame becomes final.
-  void finish(int64_t end, VoiceEncoder* voice = nullptr);
+  // End of stream (or of a stretch of it, before a reset): every covered frame becomes final;
+  // with StretchEnd::kStalled the current turn then ends at `end` (TurnTracker::stall).
+  void finish(int64_t end, VoiceEncoder* voice = nullptr, StretchEnd how = StretchEnd::kEnded);
 
   // The same two in steps, for hosts that embed the voices of many streams together: they stop
   // at the first final frame that waits for a voice embedding. While voice_request() is not null,
@@ -38,7 +39,7 @@ class SpeakerTimeline {
   // may stop again; the window or the finish is done when voice_request() is null.
   void begin_window(int64_t start, int64_t end, const float* logprobs, int frames,
                     const float* audio = nullptr);
-  void begin_finish(int64_t end);
+  void begin_finish(int64_t end, StretchEnd how = StretchEnd::kEnded);
   const UtteranceRequest* voice_request() const {
     return identifier_ ? identifier_->voice_request() : nullptr;
   }
@@ -72,6 +73,7 @@ class SpeakerTimeline {
   size_t next_final_ = 0;        // final_[next_final_...] are still to relabel and track
   int64_t announced_ = 0;        // the stream position their changes are announced at
   size_t first_new_change_ = 0;  // changes_ from here on came from final_
+  int64_t stall_at_ = -1;        // a stall to announce once final_ is done (-1: none)
   std::vector<SpeakerChange> changes_;
   uint64_t voice_embeddings_ = 0;
 };

@@ -20,6 +20,19 @@ void TurnTracker::reset() {
   pending_active_.clear();
 }
 
+void TurnTracker::stall(int64_t sample, const std::vector<std::string>& labels,
+                        std::vector<SpeakerChange>& out) {
+  SpeakerChange c;
+  c.sample = sample;
+  c.previous = current_ >= 0 ? labels[current_] : "";
+  c.confidence = 1.0;  // nothing at all is heard
+  c.announced_sample = sample;
+  c.stalled = true;
+  out.push_back(std::move(c));
+  current_ = -1;
+  pending_ = kNone;
+}
+
 void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string>& labels,
                        int64_t announced_sample, std::vector<SpeakerChange>& out) {
   const auto& a = frame.activity;  // (label, activity) in label order; others are 0

@@ -19,6 +19,11 @@ class TurnTracker {
 
   void push(const FrameActivity& frame, const std::vector<std::string>& labels,
             int64_t announced_sample, std::vector<SpeakerChange>& out);
+  // The audio stopped at stream position `sample` (StretchEnd::kStalled): a change to nobody
+  // there, marked `stalled`, even from nobody. A pending state not yet confirmed is dropped, as at
+  // the end of a stream.
+  void stall(int64_t sample, const std::vector<std::string>& labels,
+             std::vector<SpeakerChange>& out);
   // Forgets the current speaker and any pending state (a pending state that has not lasted long
   // enough at the end of a stream is simply never confirmed).
   void reset();

@@ -6,6 +6,7 @@
 #include <gst/gst.h>
 
 #include "gstspeakerchange-settings.h"
+#include "gstspeakerchange-stall.h"
 #include "gstspeakerchange-stream.h"
 #include "gstspeakerchange.h"
 
@@ -16,4 +17,5 @@ struct _GstSpeakerChange {
   GstAudioFilter parent;
   gstspeakerchange::Settings* settings;  // under the object lock
   gstspeakerchange::Stream* stream;      // under the stream lock
+  gstspeakerchange::StallTimer* stall;   // under its own mutex
 };

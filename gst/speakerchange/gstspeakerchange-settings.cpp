@@ -33,6 +33,7 @@ enum {
   PROP_VOICEPRINTS,
   PROP_MAX_SPEAKERS,
   PROP_VOICE_THRESHOLD,
+  PROP_STALL_MARGIN,
 };
 
 constexpr GParamFlags kReadyFlags =
@@ -365,6 +366,25 @@ void install_properties(GObjectClass* gobject_class) {
                           speakerseg::kVoiceThresholdRange.min,
                           speakerseg::kVoiceThresholdRange.max,
                           kCoreDefaults.identity.match_threshold, kReadyFlags));
+  /**
+   * GstSpeakerChange:stall-margin:
+   *
+   * With a live upstream: a feed counts as stalled once the pipeline clock has run this many
+   * seconds, on top of upstream's latency and #GstSpeakerChange:latency, past the end of the
+   * newest audio (buffers or GAP events) without more arriving, as when a network stream drops
+   * without an EOS. The element then announces what the audio it holds still decides (as at
+   * EOS), and a change to nobody with `stalled` %TRUE; analysis resumes with the next audio, on
+   * a new time line. The margin absorbs network jitter and bursts. -1: never (for sources that
+   * legitimately send nothing for long, without GAP events). Not used with a non-live upstream.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_STALL_MARGIN,
+      g_param_spec_double("stall-margin", "Stall margin",
+                          "Live upstream: seconds, beyond upstream's latency and latency, the "
+                          "clock may run past the newest audio before the feed counts as stalled "
+                          "and nobody is announced (-1 = never)",
+                          speakerseg::kStallMarginRange.min, speakerseg::kStallMarginRange.max,
+                          speakerseg::kDefaultStallMargin, kReadyFlags));
 
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_ENGINE, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_SPEAKER_CHANGE_MODE, static_cast<GstPluginAPIFlags>(0));
@@ -453,6 +473,9 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_VOICE_THRESHOLD:
       p.voice_threshold = g_value_get_double(value);
       break;
+    case PROP_STALL_MARGIN:
+      p.stall_margin = g_value_get_double(value);
+      break;
     default:
       return false;
   }
@@ -532,6 +555,9 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_VOICE_THRESHOLD:
       g_value_set_double(value, p.voice_threshold);
+      break;
+    case PROP_STALL_MARGIN:
+      g_value_set_double(value, p.stall_margin);
       break;
     default:
       return false;

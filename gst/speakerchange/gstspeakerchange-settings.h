@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gstspeakerchange.h"
+#include "streaming/stall_watch.h"
 #include "streaming/stream_settings.h"
 
 namespace gstspeakerchange {
@@ -57,6 +58,7 @@ struct Settings {
   std::string voiceprints;
   int max_speakers = 0;
   double voice_threshold = kCoreDefaults.identity.match_threshold;
+  double stall_margin = speakerseg::kDefaultStallMargin;
 };
 
 // Whether identity by voice is on by default: where the voice model is installed.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gstspeakerchange-private.h"
+#include "gstspeakerchange-stall.h"
 #include "model/model_spec.h"
 #include "scheduling/async_segmenter.h"
 #include "speakerchange-result.h"
@@ -32,7 +33,9 @@ GstClockTime samples_to_duration(int64_t samples) {
                                    speakerseg::kSampleRate);
 }
 
-void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
+// `stall_delay`: for the change that announces a stall, how long the clock ran past the audio.
+void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
+                 GstClockTime stall_delay) {
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
   const Stream* s = self->stream;
   const GstClockTime timestamp = sample_time(s, c.sample);
@@ -46,13 +49,14 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
   r.timestamp = timestamp;
   r.running_time = running_time;
   r.stream_time = stream_time;
-  r.delay = samples_to_duration(c.announced_sample - c.sample);
+  r.delay = c.stalled ? stall_delay : samples_to_duration(c.announced_sample - c.sample);
   r.speaker = g_strdup(c.speaker.c_str());
   r.previous_speaker = g_strdup(c.previous.c_str());
   r.active_speakers = g_new0(gchar*, c.active.size() + 1);
   for (size_t i = 0; i < c.active.size(); i++) r.active_speakers[i] = g_strdup(c.active[i].c_str());
   r.confidence = c.confidence;
   r.voice_score = c.voice_score;
+  r.stalled = c.stalled;
   GstStructure* st = gst_speaker_change_result_new_structure(&r);
   gst_speaker_change_result_clear(&r);
 
@@ -80,10 +84,10 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c) {
 }
 
 // Sends every change the worker has ready; reports a failed worker.
-GstFlowReturn emit_ready(GstSpeakerChange* self) {
+GstFlowReturn emit_ready(GstSpeakerChange* self, GstClockTime stall_delay = 0) {
   Stream* s = self->stream;
   if (!s->segmenter) return GST_FLOW_OK;
-  for (const auto& c : s->segmenter->take_changes()) emit_change(self, c);
+  for (const auto& c : s->segmenter->take_changes()) emit_change(self, c, stall_delay);
   const uint64_t dropped = s->segmenter->dropped_windows();
   if (dropped != s->dropped_reported) {
     GST_WARNING_OBJECT(self,
@@ -144,9 +148,10 @@ bool ensure_segmenter(GstSpeakerChange* self) {
     return false;
   }
   gboolean live = FALSE;
+  GstClockTime upstream_latency = 0;
   GstQuery* query = gst_query_new_latency();
   if (gst_pad_peer_query(GST_BASE_TRANSFORM_SINK_PAD(self), query))
-    gst_query_parse_latency(query, &live, nullptr, nullptr);
+    gst_query_parse_latency(query, &live, &upstream_latency, nullptr);
   else
     GST_DEBUG_OBJECT(self, "upstream did not answer the latency query: taken as not live");
   gst_query_unref(query);
@@ -188,7 +193,48 @@ bool ensure_segmenter(GstSpeakerChange* self) {
     return false;
   }
   s->dropped_reported = 0;
+  s->live = live;
+  if (live) {
+    // Audio reaches the element upstream's latency after its running time: only lateness
+    // beyond that and `latency` (and the margin) means nothing more is coming.
+    const int64_t wait = speakerseg::stall_wait(
+        s->settings.latency, s->stall_margin,
+        GST_CLOCK_TIME_IS_VALID(upstream_latency) ? static_cast<int64_t>(upstream_latency) : 0);
+    GST_INFO_OBJECT(self, "a stall is declared %" GST_STIME_FORMAT " after the newest audio",
+                    GST_STIME_ARGS(wait));
+    stall_start(self, wait);
+  }
   return true;
+}
+
+// Live streams: the stall watch learns that audio (or a gap) reaches buffer time `end`.
+void audio_until(GstSpeakerChange* self, GstClockTime end) {
+  const GstSegment& seg = GST_BASE_TRANSFORM(self)->segment;
+  if (!self->stream->live || !GST_CLOCK_TIME_IS_VALID(end) || seg.format != GST_FORMAT_TIME) return;
+  // Also past the segment's stop: a server's announced range can end before its last audio.
+  guint64 running = 0;
+  if (gst_segment_to_running_time_full(&seg, GST_FORMAT_TIME, end, &running) > 0)
+    stall_audio(self, running);
+}
+
+// end_stretch() and stall_stretch(): the one way a stretch ends.
+GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
+                             GstClockTime next_start, GstClockTime stall_delay) {
+  Stream* s = self->stream;
+  GstFlowReturn ret = GST_FLOW_OK;
+  // A stall is announced even without audio in the stretch (one that a long gap began).
+  if (s->segmenter && (s->windows->total() > 0 || how == speakerseg::StretchEnd::kStalled)) {
+    s->windows->flush_tail(submitter(s));
+    s->segmenter->finish(s->windows->total(), how);
+    ret = emit_ready(self, stall_delay);
+  }
+  forget_stretch(s);
+  if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(next_start)) {
+    s->base = static_cast<GstClockTimeDiff>(next_start);
+    s->have_base = true;
+    audio_until(self, next_start);  // the gap: time went on
+  }
+  return ret;
 }
 
 }  // namespace
@@ -202,19 +248,13 @@ void forget_stretch(Stream* s) {
 }
 
 GstFlowReturn end_stretch(GstSpeakerChange* self, GstClockTime next_start) {
-  Stream* s = self->stream;
-  GstFlowReturn ret = GST_FLOW_OK;
-  if (s->segmenter && s->windows->total() > 0) {
-    s->windows->flush_tail(submitter(s));
-    s->segmenter->finish(s->windows->total());
-    ret = emit_ready(self);
-  }
-  forget_stretch(s);
-  if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(next_start)) {
-    s->base = static_cast<GstClockTimeDiff>(next_start);
-    s->have_base = true;
-  }
-  return ret;
+  return finish_stretch(self, speakerseg::StretchEnd::kEnded, next_start, 0);
+}
+
+GstFlowReturn stall_stretch(GstSpeakerChange* self, GstClockTime waited) {
+  GST_INFO_OBJECT(self, "no audio for %" GST_TIME_FORMAT ": the feed stalled",
+                  GST_TIME_ARGS(waited));
+  return finish_stretch(self, speakerseg::StretchEnd::kStalled, GST_CLOCK_TIME_NONE, waited);
 }
 
 GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n) {
@@ -255,6 +295,7 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
     s->have_base = true;
   }
   if (n > 0) s->windows->push(samples, n, submitter(s));
+  audio_until(self, sample_time(s, s->windows->total()));
   post_stats_if_due(self);
   return emit_ready(self);
 }

@@ -50,6 +50,8 @@ struct Stream {
   bool have_base = false;
   GstClockTimeDiff base = 0;  // buffer time of sample 0 of the current stretch
   uint64_t dropped_reported = 0;
+  double stall_margin = speakerseg::kDefaultStallMargin;  // seconds; < 0: no stalls
+  bool live = false;  // upstream's answer to the LATENCY query on the first buffer
 };
 
 // Feeds `n` samples (null: silence) whose first sample has buffer time `pts` (NONE: whatever
@@ -62,6 +64,10 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
 // GAP's end), anchors the next stretch, also for a first buffer without a timestamp; otherwise
 // the next buffer's PTS, or the segment start, does.
 GstFlowReturn end_stretch(GstSpeakerChange* self, GstClockTime next_start = GST_CLOCK_TIME_NONE);
+
+// A live feed stopped delivering for `waited` (StallTimer decided, under the stream lock): ends
+// the stretch as end_stretch() does, then announces nobody, marked stalled.
+GstFlowReturn stall_stretch(GstSpeakerChange* self, GstClockTime waited);
 
 // Forgets the current stretch without announcing anything (flush).
 void forget_stretch(Stream* s);

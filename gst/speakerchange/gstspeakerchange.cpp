@@ -49,6 +49,9 @@
  *   new speaker's latest voice evidence and the voiceprint it was matched to (the same person is
  *   typically above 0.75); 0 for a voice heard here for the first time, one not yet heard alone
  *   long enough to embed (1.6 s), nobody, or reidentify off.
+ * * #gboolean `stalled`: %TRUE for the one change that announces a stalled live feed (see "Live
+ *   feeds that stall" below): `speaker` is "", `timestamp` the end of the last audio, `delay` how
+ *   long the clock had run past it, `confidence` 1, `active-speakers` empty. %FALSE otherwise.
  *
  * ## Identity by voice
  *
@@ -79,7 +82,8 @@
  *
  * Changes are emitted from the streaming thread, in order, while it handles the first buffer (or
  * serialized event) after the worker has them ready. At EOS the element runs the last, partial
- * window, makes every remaining frame final and sends the remaining changes before it forwards EOS.
+ * window, makes every remaining frame final and sends the remaining changes before it forwards EOS;
+ * a stalled live feed is finished the same way (below).
  *
  * ## Resources and states
  *
@@ -154,6 +158,22 @@
  * without duration is forwarded and otherwise ignored). FLUSH_STOP forgets everything
  * that was pending. A caps change between F32LE and S16LE continues the same time line.
  *
+ * ## Live feeds that stall
+ *
+ * A live source that stops delivering (a dropped feed, a network stream whose end never comes)
+ * sends no EOS. With a live upstream the element watches the pipeline clock: once it has run
+ * upstream's latency (its answer to the LATENCY query) + #GstSpeakerChange:latency +
+ * #GstSpeakerChange:stall-margin past the end of the newest audio (buffers and GAP events) with
+ * nothing more arriving, the feed counts as stalled. The element then ends the stretch as at EOS
+ * (the last, partial window runs, every remaining frame becomes final and the changes the audio
+ * still decides go out, the last turn change included), but without ending the stream, and
+ * announces nobody: a `speaker-change` with `speaker` "" and `stalled` %TRUE, also when nobody was
+ * speaking. A lost feed thus never reads as the last speaker still talking. The announcement is
+ * made from a thread of GStreamer's pool under the stream lock, in order with the events around
+ * it. When audio comes back, analysis resumes on a new time line, as after a discontinuity (new
+ * speaker labels, the first change from ""). The clock counts only in PLAYING; flushes, EOS and
+ * stopping disarm it, and #GstSpeakerChange:stall-margin -1 switches the watch off.
+ *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
  * Consumers of the events that need the changes in time should plan for `delay`.
  *
@@ -211,6 +231,7 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->batch_size = p.batch_size;
   s->max_batch_wait = p.max_batch_wait;
   s->stats_interval = static_cast<GstClockTime>(std::llround(p.stats_interval * GST_SECOND));
+  s->stall_margin = p.stall_margin;
   s->settings.identity.enabled = p.reidentify;
   s->settings.identity.match_threshold = p.voice_threshold;
   s->settings.identity.max_speakers = p.max_speakers;
@@ -229,7 +250,10 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
 }
 
 gboolean speaker_change_stop(GstBaseTransform* trans) {
-  Stream* s = GST_SPEAKER_CHANGE(trans)->stream;
+  auto* self = GST_SPEAKER_CHANGE(trans);
+  Stream* s = self->stream;
+  stall_start(self, -1);  // disarmed, and off until the next live first buffer
+  s->live = false;
   s->segmenter.reset();  // stops and joins the worker, or leaves the shared one
   s->engine.reset();
   s->voice.reset();
@@ -303,10 +327,12 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_STOP:
       forget_stretch(s);
+      stall_reset(self);
       break;
     case GST_EVENT_EOS:
       // Results first, then EOS. A worker failure is posted as an error; EOS still goes on.
       ret = end_stretch(self);
+      stall_reset(self);  // an ended stream is not a stalled one
       break;
     case GST_EVENT_GAP: {
       GstClockTime timestamp, duration;
@@ -333,6 +359,17 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
       break;
   }
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+}
+
+GstStateChangeReturn speaker_change_change_state(GstElement* element, GstStateChange transition) {
+  auto* self = GST_SPEAKER_CHANGE(element);
+  if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED) stall_set_playing(self, false);
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(parent_class)->change_state(element, transition);
+  // After the parent: the pipeline has set the new base time by now.
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && ret != GST_STATE_CHANGE_FAILURE)
+    stall_set_playing(self, true);
+  return ret;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,8 +404,10 @@ void speaker_change_finalize(GObject* object) {
   auto* self = GST_SPEAKER_CHANGE(object);
   delete self->stream;  // stops the worker if stop() never ran
   delete self->settings;
+  delete self->stall;  // nothing armed: an armed clock id holds a reference to the element
   self->stream = nullptr;
   self->settings = nullptr;
+  self->stall = nullptr;
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
@@ -400,6 +439,7 @@ static void gst_speaker_change_class_init(GstSpeakerChangeClass* klass) {
       "'rstranscribe/speaker-change' events); audio passes through untouched",
       "speakerchange developers");
 
+  element_class->change_state = speaker_change_change_state;
   trans_class->start = speaker_change_start;
   trans_class->stop = speaker_change_stop;
   trans_class->transform_ip = speaker_change_transform_ip;
@@ -414,6 +454,7 @@ static void gst_speaker_change_init(GstSpeakerChange* self) {
   self->settings->voice_model = speakerseg::default_voice_model_path();
   self->settings->reidentify = default_reidentify();
   self->stream = new Stream();
+  self->stall = new StallTimer();
   gst_audio_info_init(&self->stream->info);
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
   gst_base_transform_set_passthrough(trans, TRUE);

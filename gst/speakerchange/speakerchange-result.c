@@ -77,7 +77,9 @@ gboolean gst_speaker_change_result_parse_structure(const GstStructure* structure
   ok = ok && get_string(structure, "previous-speaker", &result->previous_speaker);
   ok = ok && get_strv(structure, "active-speakers", &result->active_speakers);
   if (ok && !gst_structure_get_double(structure, "voice-score", &result->voice_score))
-    result->voice_score = 0;  /* an element before identity by voice */
+    result->voice_score = 0; /* an element before identity by voice */
+  if (ok && !gst_structure_get_boolean(structure, "stalled", &result->stalled))
+    result->stalled = FALSE; /* an element before stall detection */
   if (!ok) gst_speaker_change_result_clear(result);
   return ok;
 }
@@ -118,7 +120,8 @@ GstStructure* gst_speaker_change_result_new_structure(const GstSpeakerChangeResu
       G_TYPE_STRING, result->previous_speaker != NULL ? result->previous_speaker : "", NULL);
   gst_structure_take_value(s, "active-speakers", &active);
   gst_structure_set(s, "confidence", G_TYPE_DOUBLE, result->confidence, "delay", G_TYPE_UINT64,
-                    result->delay, "voice-score", G_TYPE_DOUBLE, result->voice_score, NULL);
+                    result->delay, "voice-score", G_TYPE_DOUBLE, result->voice_score, "stalled",
+                    G_TYPE_BOOLEAN, result->stalled, NULL);
   return s;
 }
 

@@ -64,6 +64,12 @@ G_BEGIN_DECLS
  *   voiceprint it was matched to; 0 for a voice heard here for the first time, one not yet
  *   heard alone long enough to embed (1.6 s), nobody, or `reidentify` off. Field `voice-score`
  *   (#gdouble); structures without it (older elements) parse with 0.
+ * @stalled: %TRUE when a live feed stopped delivering audio (no data for the element's `latency`
+ *   plus its `stall-margin` past upstream's latency): @speaker is "" (nobody is heard), @timestamp
+ *   the end of the last audio and @delay how long the clock had run past it. Sent once per stall,
+ *   also when nobody was speaking (then @previous_speaker is "" too); the next change, once audio
+ *   returns, starts a new time line. %FALSE for every other change. Field `stalled`
+ *   (#gboolean); structures without it (older elements) parse with %FALSE.
  *
  * One speaker change. After a successful parse the struct owns its strings: release them with
  * gst_speaker_change_result_clear(). To build one for gst_speaker_change_result_new_structure()
@@ -80,9 +86,10 @@ typedef struct {
   gchar** active_speakers;
   gdouble confidence;
   gdouble voice_score;
+  gboolean stalled;
 
   /*< private >*/
-  gpointer _gst_reserved[GST_PADDING - 1]; /* voice_score took one slot */
+  gpointer _gst_reserved[GST_PADDING - 2]; /* voice_score and stalled took one slot each */
 } GstSpeakerChangeResult;
 
 /**

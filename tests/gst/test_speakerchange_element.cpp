@@ -2,6 +2,7 @@
 // audio, passthrough, the latency query, flushes, gaps, discontinuities, errors and the
 // gst-plugins-rs compatibility event.
 #include <gst/check/gstharness.h>
+#include <gst/check/gsttestclock.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
@@ -92,17 +93,19 @@ struct Change {
   std::vector<std::string> active;
   double confidence = 0;
   double voice_score = 0;
+  bool stalled = false;
 };
 
 bool operator==(const Change& a, const Change& b) {
   return a.timestamp == b.timestamp && a.running_time == b.running_time &&
          a.stream_time == b.stream_time && a.delay == b.delay && a.speaker == b.speaker &&
-         a.previous == b.previous && a.active == b.active && a.confidence == b.confidence;
+         a.previous == b.previous && a.active == b.active && a.confidence == b.confidence &&
+         a.stalled == b.stalled;
 }
 
 std::ostream& operator<<(std::ostream& o, const Change& c) {
   o << secs(c.timestamp) << " s: '" << c.previous << "' -> '" << c.speaker << "' (delay "
-    << secs(c.delay) << " s, confidence " << c.confidence << ")";
+    << secs(c.delay) << " s, confidence " << c.confidence << ")" << (c.stalled ? " stalled" : "");
   return o;
 }
 
@@ -132,6 +135,9 @@ Change parse_change(const GstStructure* s) {
   c.previous = str ? str : "";
   EXPECT_TRUE(gst_structure_get_double(s, "confidence", &c.confidence));
   EXPECT_TRUE(gst_structure_get_double(s, "voice-score", &c.voice_score));
+  gboolean stalled = FALSE;
+  EXPECT_TRUE(gst_structure_get_boolean(s, "stalled", &stalled));
+  c.stalled = stalled;
   const GValue* active = gst_structure_get_value(s, "active-speakers");
   EXPECT_TRUE(active && GST_VALUE_HOLDS_ARRAY(active));
   if (active && GST_VALUE_HOLDS_ARRAY(active))
@@ -278,6 +284,27 @@ class ElementRun {
   std::vector<Stats> stats() {
     messages();
     return stats_;
+  }
+  // Waits for the next speaker-change message that announces a stall (other messages are kept as
+  // messages() keeps them). The minute is a guard against a hang, not a measure of speed.
+  Change wait_for_stall() {
+    while (GstMessage* m = gst_bus_timed_pop_filtered(bus_, 60 * GST_SECOND, GST_MESSAGE_ELEMENT)) {
+      const GstStructure* s = gst_message_get_structure(m);
+      const bool change = s && gst_structure_has_name(s, "speaker-change");
+      if (change) messages_.push_back(parse_change(s));
+      gst_message_unref(m);
+      if (change && messages_.back().stalled) {
+        // The element pushes its events after posting the message, from a thread of its own
+        // under the stream lock: once that lock is free, they have all gone by the probe.
+        GstPad* sink = gst_element_get_static_pad(element_, "sink");
+        GST_PAD_STREAM_LOCK(sink);
+        GST_PAD_STREAM_UNLOCK(sink);
+        gst_object_unref(sink);
+        return messages_.back();
+      }
+    }
+    ADD_FAILURE() << "no stall announced";
+    return {};
   }
   // The errors posted so far.
   std::vector<std::string> errors() {
@@ -744,6 +771,132 @@ TEST(SpeakerChangeElement, LiveUpstreamRunsInLatencyMode) {
   ASSERT_FALSE(run.items().empty());
   EXPECT_EQ(run.items().back().kind, Item::kEos);
   EXPECT_EQ(run.output(), run.input());
+}
+
+// Moves the harness's test clock on to `target`, firing on the way every clock wait due by then.
+void advance_clock(GstHarness* h, GstClockTime target) {
+  GstTestClock* clock = gst_harness_get_testclock(h);
+  for (;;) {
+    GstClockID id = nullptr;
+    if (!gst_test_clock_peek_next_pending_id(clock, &id)) break;
+    const GstClockTime due = gst_clock_id_get_time(id);
+    gst_clock_id_unref(id);
+    if (due > target) break;
+    gst_test_clock_crank(clock);
+  }
+  if (gst_clock_get_time(GST_CLOCK(clock)) < target) gst_test_clock_set_time(clock, target);
+  gst_object_unref(clock);
+}
+
+// When the element's clock wait is due next (NONE: nothing armed).
+GstClockTime next_clock_wait(GstHarness* h) {
+  GstTestClock* clock = gst_harness_get_testclock(h);
+  GstClockID id = nullptr;
+  GstClockTime due = GST_CLOCK_TIME_NONE;
+  if (gst_test_clock_peek_next_pending_id(clock, &id)) {
+    due = gst_clock_id_get_time(id);
+    gst_clock_id_unref(id);
+  }
+  gst_object_unref(clock);
+  return due;
+}
+
+// audio[from, to) as a live source delivers it, from buffer time `pts`: a second at a time, the
+// clock following.
+void push_live(ElementRun& run, const std::vector<float>& audio, size_t from, size_t to,
+               GstClockTime pts) {
+  for (size_t i = from; i < to; i += kRate) {
+    const size_t end = std::min(to, i + kRate);
+    const GstClockTime at_i = pts + gst_util_uint64_scale_int(i - from, GST_SECOND, kRate);
+    run.push(audio, i, end, at_i);
+    advance_clock(run.harness(), at_i + gst_util_uint64_scale_int(end - i, GST_SECOND, kRate));
+  }
+}
+
+// A live feed that stops without EOS: once the clock has run upstream's latency + latency +
+// stall-margin past the last audio, the change that audio still held (28.48 s in sample.wav) is
+// announced, then nobody, marked stalled; audio that comes back starts a new time line.
+TEST(SpeakerChangeElement, LiveFeedThatStopsIsAnnouncedAsStalledAndResumes) {
+  REQUIRE_SAMPLE();
+  ElementRun run([](GstElement* e) { gst_util_set_object_arg(G_OBJECT(e), "mode", "auto"); }, true);
+  const GstClockTime upstream = 100 * GST_MSECOND;
+  gst_harness_set_upstream_latency(run.harness(), upstream);
+  const GstClockTime wait = upstream + kLatency + GST_SECOND;  // stall-margin's default: 1 s
+
+  // The recording from 18 s on (turns at 21.75 and 28.48 s), then nothing.
+  const size_t from = samples(18);
+  const GstClockTime end = gst_util_uint64_scale_int(sample.size() - from, GST_SECOND, kRate);
+  push_live(run, sample, from, sample.size(), 0);
+  EXPECT_EQ(next_clock_wait(run.harness()), end + wait);
+  advance_clock(run.harness(), end + wait - GST_MSECOND);
+  for (const auto& c : run.messages()) EXPECT_FALSE(c.stalled) << "early: " << c;
+  advance_clock(run.harness(), end + wait);
+  const Change stall = run.wait_for_stall();
+  EXPECT_TRUE(run.errors().empty());
+
+  EXPECT_EQ(stall.speaker, "");
+  EXPECT_TRUE(stall.active.empty());
+  EXPECT_EQ(stall.timestamp, end);
+  EXPECT_EQ(stall.delay, wait);
+  EXPECT_EQ(stall.confidence, 1.0);
+  const auto events = run.events();
+  EXPECT_EQ(run.messages(), events);
+  ASSERT_GE(events.size(), 2u) << describe(events);
+  EXPECT_EQ(events.back(), stall);
+  EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const Change& c) { return c.stalled; }),
+            1);
+  // The last turn change, 1.5 s before the audio stopped: too recent for `latency`, made final by
+  // the stall; then the speaker who had the turn is no longer heard.
+  const Change& last = events[events.size() - 2];
+  EXPECT_LT(std::fabs(secs(last.timestamp) - (28.48 - 18)), 0.5) << describe(events);
+  EXPECT_FALSE(last.previous.empty()) << last;
+  EXPECT_FALSE(last.speaker.empty()) << last;
+  EXPECT_LT(last.delay, kLatency) << last;
+  EXPECT_EQ(stall.previous, last.speaker);
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // stalled: nothing to wait for
+
+  // The feed comes back a second later with the recording's first 12 s (a turn at 6.66 s).
+  const GstClockTime back = end + wait + GST_SECOND;
+  push_live(run, sample, 0, samples(12), back);
+  EXPECT_EQ(next_clock_wait(run.harness()), back + at(12) + wait);  // watching again
+  run.eos();
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // an ended stream is not stalled
+  EXPECT_TRUE(run.errors().empty());
+  std::vector<Change> after;
+  for (const auto& c : run.events())
+    if (c.timestamp >= back) after.push_back(c);
+  ASSERT_FALSE(after.empty()) << describe(run.events());
+  EXPECT_EQ(after.front().previous, "") << describe(after);
+  EXPECT_EQ(after.front().speaker, "speaker-0") << describe(after);
+  EXPECT_LT(std::fabs(secs(after.front().timestamp - back) - 6.66), 0.5) << describe(after);
+  for (const auto& c : after) EXPECT_FALSE(c.stalled) << c;
+}
+
+// The clock is watched for a live upstream only, not with stall-margin=-1, and only in PLAYING (a
+// paused live pipeline delivers nothing and is not stalled): the wait is made again on PLAYING.
+TEST(SpeakerChangeElement, StallClockIsWatchedOnlyForALivePlayingUpstream) {
+  REQUIRE_SAMPLE();
+  const GstClockTime wait = kLatency + GST_SECOND;
+  {
+    ElementRun run;  // not live
+    run.push(sample, 0, samples(2), 0);
+    EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  }
+  {
+    ElementRun run([](GstElement* e) { g_object_set(e, "stall-margin", -1.0, nullptr); }, true);
+    run.push(sample, 0, samples(2), 0);
+    EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  }
+  ElementRun run({}, true);
+  run.push(sample, 0, samples(2), 0);
+  // Armed once, for the first buffer's end; moved on only when it fires.
+  EXPECT_EQ(next_clock_wait(run.harness()), at(0.02) + wait);
+  GstElement* e = run.harness()->element;
+  ASSERT_EQ(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  ASSERT_EQ(gst_element_set_state(e, GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
+  EXPECT_EQ(next_clock_wait(run.harness()), at(2) + wait);  // for the newest audio
+  for (const auto& c : run.messages()) EXPECT_FALSE(c.stalled) << c;
 }
 
 TEST(SpeakerChangeElement, MessagesAndEventsCanBeSwitchedOff) {
@@ -1241,21 +1394,23 @@ TEST(SpeakerChangeElement, Bf16PrecisionRunsOrIsRefusedWithTheReason) {
 TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {
   GstElement* e = gst_element_factory_make("speakerchange", nullptr);
   g_object_set(e, "step", 0.5, "latency", 3.0, "min-speech", 0.2, "min-silence", 1.0, "batch-size",
-               8, "threads", 2, nullptr);
+               8, "threads", 2, "stall-margin", 0.5, nullptr);
   gst_util_set_object_arg(G_OBJECT(e), "mode", "latency");
   gst_util_set_object_arg(G_OBJECT(e), "precision", "bf16");
   gst_util_set_object_arg(G_OBJECT(e), "engine", "cpu");
-  double step = 0, latency = 0, min_speech = 0, min_silence = 0;
+  double step = 0, latency = 0, min_speech = 0, min_silence = 0, stall_margin = 0;
   int batch = 0, threads = 0, mode = 0, engine = 0, precision = 0;
   gboolean graphs = FALSE, messages = FALSE, events = FALSE, compat = TRUE;
   g_object_get(e, "step", &step, "latency", &latency, "min-speech", &min_speech, "min-silence",
                &min_silence, "batch-size", &batch, "threads", &threads, "mode", &mode, "engine",
                &engine, "cuda-graphs", &graphs, "post-messages", &messages, "emit-events", &events,
-               "compat-rstranscribe", &compat, "precision", &precision, nullptr);
+               "compat-rstranscribe", &compat, "precision", &precision, "stall-margin",
+               &stall_margin, nullptr);
   EXPECT_EQ(step, 0.5);
   EXPECT_EQ(latency, 3.0);
   EXPECT_EQ(min_speech, 0.2);
   EXPECT_EQ(min_silence, 1.0);
+  EXPECT_EQ(stall_margin, 0.5);
   EXPECT_EQ(batch, 8);
   EXPECT_EQ(threads, 2);
   EXPECT_EQ(mode, GST_SPEAKER_CHANGE_MODE_LATENCY);

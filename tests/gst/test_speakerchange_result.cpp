@@ -34,6 +34,7 @@ void fill(Result& r, std::vector<const char*> active) {
   r.active_speakers = g_strdupv(const_cast<gchar**>(active.data()));
   r.confidence = 0.84703655044237769;
   r.voice_score = 0.8125;
+  r.stalled = TRUE;
 }
 
 void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult& b) {
@@ -46,6 +47,7 @@ void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult&
   EXPECT_EQ(strv(a.active_speakers), strv(b.active_speakers));
   EXPECT_EQ(a.confidence, b.confidence);
   EXPECT_EQ(a.voice_score, b.voice_score);
+  EXPECT_EQ(a.stalled, b.stalled);
 }
 
 GstStructure* parse_string(const char* text) {
@@ -79,7 +81,7 @@ TEST(SpeakerChangeResult, StructureLayout) {
       {"stream-time", G_TYPE_UINT64},      {"speaker", G_TYPE_STRING},
       {"previous-speaker", G_TYPE_STRING}, {"active-speakers", GST_TYPE_ARRAY},
       {"confidence", G_TYPE_DOUBLE},       {"delay", G_TYPE_UINT64},
-      {"voice-score", G_TYPE_DOUBLE}};
+      {"voice-score", G_TYPE_DOUBLE},      {"stalled", G_TYPE_BOOLEAN}};
   ASSERT_EQ(gst_structure_n_fields(s), static_cast<gint>(fields.size()));
   for (size_t i = 0; i < fields.size(); i++) {
     EXPECT_EQ(gst_structure_nth_field_name(s, static_cast<guint>(i)), fields[i].first);
@@ -89,8 +91,9 @@ TEST(SpeakerChangeResult, StructureLayout) {
   gst_structure_free(s);
 }
 
-// A structure of an element before identity by voice has no voice-score: it parses, with 0.
-TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScore) {
+// A structure of an element before identity by voice has no voice-score, nor one before stall
+// detection a `stalled`: it parses, with 0 and FALSE.
+TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScoreOrStalled) {
   GstStructure* s = parse_string(
       "speaker-change, timestamp=(guint64)1, running-time=(guint64)1, stream-time=(guint64)1, "
       "speaker=(string)a, previous-speaker=(string)b, active-speakers=(string)< a >, "
@@ -98,6 +101,7 @@ TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScore) {
   Result out;
   ASSERT_TRUE(gst_speaker_change_result_parse_structure(s, &out));
   EXPECT_EQ(out.voice_score, 0.0);
+  EXPECT_FALSE(out.stalled);
   gst_structure_free(s);
 }
 

@@ -134,6 +134,42 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
   EXPECT_EQ(got.front().speaker, want.front().speaker);
 }
 
+// A live feed that stalls (core/streaming/stall_watch.h) ends like a stream: every frame the audio
+// holds becomes final, so the last turn change, which waits for `latency` at the end, comes out;
+// then the turn ends with the audio, announced as nobody and marked stalled.
+TEST(SpeakerChanges, StalledStreamEndsWithItsLastChangesAndNobody) {
+  Fixture fx;
+  StreamSettings s;
+  const auto want = detect(*fx.engine, fx.audio, s, 1);
+  ASSERT_GE(want.size(), 2u);
+  auto async = make_async_segmenter(
+      make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), s, {1, 8, false});
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  auto submit = [&](int64_t start, const float* w) {
+    async->submit(WindowJob::from_window(start, w));
+  };
+  wb.push(fx.audio.data(), fx.audio.size(), submit);
+  wb.flush_tail(submit);
+  async->finish(wb.total(), StretchEnd::kStalled);
+  const auto got = async->take_changes();
+  EXPECT_TRUE(async->error().empty());
+  ASSERT_EQ(got.size(), want.size() + 1);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].sample, want[i].sample) << i;
+    EXPECT_EQ(got[i].speaker, want[i].speaker) << i;
+    EXPECT_EQ(got[i].previous, want[i].previous) << i;
+    EXPECT_FALSE(got[i].stalled) << i;
+  }
+  // At least the last change was too recent for `latency` when the audio stopped.
+  EXPECT_LT(want.back().announced_sample - want.back().sample,
+            static_cast<int64_t>(s.latency * kSampleRate));
+  const SpeakerChange& stall = got.back();
+  EXPECT_TRUE(stall.stalled);
+  EXPECT_EQ(stall.sample, wb.total());
+  EXPECT_EQ(stall.speaker, "");
+  EXPECT_EQ(stall.previous, want.back().speaker);
+}
+
 TEST(SpeakerChanges, BatchedOfflineRunAgreesWithStreaming) {
   Fixture fx;
   StreamSettings s;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "model/powerset.h"
 #include "scheduling/async_segmenter.h"
 #include "streaming/speaker_stitcher.h"
+#include "streaming/stall_watch.h"
 #include "streaming/stream_settings.h"
 #include "streaming/turn_tracker.h"
 #include "streaming/window_buffer.h"
@@ -213,6 +215,73 @@ TEST(TurnTracker, SmoothsShortPausesAndKeepsTheTurnThroughOverlap) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[2].speaker, "");
   EXPECT_EQ(out[2].sample, SpeakerStitcher::frame_centre_sample(285));
+}
+
+TEST(TurnTracker, StallEndsTheTurnWithNobodyMarkedStalled) {
+  StreamSettings s;
+  TurnTracker t(s);
+  const std::vector<std::string> labels{"speaker-0", "speaker-1"};
+  std::vector<SpeakerChange> out;
+  for (int64_t k = 0; k < 100; ++k) t.push(frame(k, {0.9f, 0.f}), labels, k * 270, out);
+  for (int64_t k = 100; k < 105; ++k) t.push(frame(k, {0.f, 0.9f}), labels, k * 270, out);
+  ASSERT_EQ(out.size(), 1u);  // speaker-1 is still pending: too short to count
+  t.stall(30000, labels, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].stalled);
+  EXPECT_EQ(out[1].speaker, "");
+  EXPECT_EQ(out[1].previous, "speaker-0");
+  EXPECT_EQ(out[1].sample, 30000);
+  EXPECT_EQ(out[1].announced_sample, 30000);
+  EXPECT_EQ(out[1].confidence, 1.0);
+  EXPECT_TRUE(out[1].active.empty());
+  EXPECT_FALSE(out[0].stalled);
+  // From nobody too: the stall is the only notice a host gets.
+  t.stall(40000, labels, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2].previous, "");
+  EXPECT_TRUE(out[2].stalled);
+  // Afterwards the tracker starts from nobody, as after a reset.
+  for (int64_t k = 200; k < 250; ++k) t.push(frame(k, {0.f, 0.9f}), labels, k * 270, out);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[3].previous, "");
+  EXPECT_EQ(out[3].speaker, "speaker-1");
+}
+
+TEST(StallWatch, StallsOnceWaitPastTheNewestAudioAndResumesWithAudio) {
+  const int64_t s = 1000000000;
+  EXPECT_EQ(stall_wait(2.0, 1.0, s / 10), 3 * s + s / 10);
+  EXPECT_EQ(stall_wait(2.0, 0.0, -1), 2 * s);  // no upstream latency known
+  EXPECT_EQ(stall_wait(2.0, -1.0, s), -1);     // off
+  EXPECT_NO_THROW(check_range(kStallMarginRange, kDefaultStallMargin));
+  EXPECT_THROW(check_range(kStallMarginRange, -2), std::invalid_argument);
+
+  StallWatch w(3 * s);
+  EXPECT_EQ(w.deadline(), StallWatch::kNever);  // no audio yet: nothing to miss
+  EXPECT_FALSE(w.stall(100 * s));
+  EXPECT_FALSE(w.audio(1 * s));
+  EXPECT_FALSE(w.audio(2 * s));
+  EXPECT_EQ(w.deadline(), 5 * s);
+  EXPECT_FALSE(w.stall(5 * s - 1));
+  EXPECT_EQ(w.silent_for(5 * s - 1), 3 * s - 1);
+  EXPECT_TRUE(w.stall(5 * s));
+  EXPECT_TRUE(w.stalled());
+  EXPECT_EQ(w.deadline(), StallWatch::kNever);
+  EXPECT_FALSE(w.stall(9 * s));  // declared once
+  EXPECT_EQ(w.silent_for(9 * s), 7 * s);
+  EXPECT_TRUE(w.audio(10 * s));  // the feed is back
+  EXPECT_FALSE(w.stalled());
+  EXPECT_EQ(w.deadline(), 13 * s);
+  EXPECT_FALSE(w.audio(4 * s));  // a jump back: the newest audio counts, not the furthest
+  EXPECT_EQ(w.deadline(), 7 * s);
+  w.reset();  // EOS, flush: nothing is expected
+  EXPECT_EQ(w.deadline(), StallWatch::kNever);
+  EXPECT_FALSE(w.stall(100 * s));
+  EXPECT_EQ(w.silent_for(100 * s), 0);
+
+  StallWatch off;  // stall-margin -1
+  off.audio(s);
+  EXPECT_EQ(off.deadline(), StallWatch::kNever);
+  EXPECT_FALSE(off.stall(std::numeric_limits<int64_t>::max()));
 }
 
 // The voice threshold left at 0 follows the latency as tuned (docs/identity.md); a set one stands.

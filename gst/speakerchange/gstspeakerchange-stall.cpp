@@ -1,0 +1,130 @@
+#include "gstspeakerchange-stall.h"
+
+#include <gst/base/gstbasetransform.h>
+
+#include "gstspeakerchange-private.h"
+
+namespace gstspeakerchange {
+namespace {
+
+using speakerseg::StallWatch;
+
+int64_t running(GstClockTime clock_time, GstClockTime base_time) {
+  return clock_time > base_time ? static_cast<int64_t>(clock_time - base_time) : 0;
+}
+
+void disarm_locked(StallTimer& t) {
+  if (!t.id) return;
+  gst_clock_id_unschedule(t.id);
+  gst_clock_id_unref(t.id);
+  t.id = nullptr;
+}
+
+void announce_stall(GstElement* element, gpointer);
+gboolean on_clock(GstClock*, GstClockTime time, GstClockID id, gpointer data);
+
+// Armed once per deadline, not re-armed on every buffer: when the id fires and audio came in the
+// meantime, on_clock() moves it on. One clock wake-up per `wait` instead of fifty a second on
+// each of a hundred channels.
+void arm_locked(GstSpeakerChange* self, StallTimer& t) {
+  if (t.id || !t.playing) return;
+  const int64_t due = t.watch.deadline();
+  if (due == StallWatch::kNever) return;
+  GstClock* clock = gst_element_get_clock(GST_ELEMENT(self));
+  if (!clock) return;
+  t.base_time = gst_element_get_base_time(GST_ELEMENT(self));
+  t.id = gst_clock_new_single_shot_id(clock, t.base_time + static_cast<GstClockTime>(due));
+  gst_object_unref(clock);
+  // The id holds the element until it is freed, so that a late callback never sees it finalised.
+  if (gst_clock_id_wait_async(t.id, on_clock, gst_object_ref(self), gst_object_unref) !=
+      GST_CLOCK_OK) {
+    GST_WARNING_OBJECT(self, "cannot wait on the clock: stalls will not be announced");
+    gst_clock_id_unref(t.id);
+    t.id = nullptr;
+  }
+}
+
+// The clock thread: decides only, and hands a stall to a thread that may wait.
+gboolean on_clock(GstClock*, GstClockTime time, GstClockID id, gpointer data) {
+  auto* self = GST_SPEAKER_CHANGE(data);
+  StallTimer& t = *self->stall;
+  bool due = false;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if (id != t.id) return TRUE;  // disarmed meanwhile
+    gst_clock_id_unref(t.id);     // the clock holds the id until this returns
+    t.id = nullptr;
+    due = t.playing && running(time, t.base_time) >= t.watch.deadline();
+    if (!due) arm_locked(self, t);
+  }
+  if (due) gst_element_call_async(GST_ELEMENT(self), announce_stall, nullptr, nullptr);
+  return TRUE;
+}
+
+// A thread of GStreamer's pool: under the stream lock, as the streaming thread pushes, so that
+// the announcement stays in order with the audio and events around it.
+void announce_stall(GstElement* element, gpointer) {
+  auto* self = GST_SPEAKER_CHANGE(element);
+  GstPad* sinkpad = GST_BASE_TRANSFORM_SINK_PAD(self);
+  GST_PAD_STREAM_LOCK(sinkpad);
+  // Deactivating the pad (stop) sets flushing first and then waits for this lock.
+  GST_OBJECT_LOCK(sinkpad);
+  const bool flushing = GST_PAD_IS_FLUSHING(sinkpad);
+  GST_OBJECT_UNLOCK(sinkpad);
+  bool stalled = false;
+  GstClockTime waited = 0;
+  if (!flushing) {
+    StallTimer& t = *self->stall;
+    std::lock_guard<std::mutex> lock(t.mutex);
+    GstClock* clock = gst_element_get_clock(element);
+    if (clock && t.playing) {
+      // Audio may have come since the clock fired: the watch decides again.
+      const int64_t now = running(gst_clock_get_time(clock), gst_element_get_base_time(element));
+      stalled = t.watch.stall(now);
+      waited = static_cast<GstClockTime>(t.watch.silent_for(now));
+    }
+    if (clock) gst_object_unref(clock);
+  }
+  if (stalled) stall_stretch(self, waited);
+  GST_PAD_STREAM_UNLOCK(sinkpad);
+}
+
+}  // namespace
+
+void stall_start(GstSpeakerChange* self, int64_t wait) {
+  StallTimer& t = *self->stall;
+  std::lock_guard<std::mutex> lock(t.mutex);
+  disarm_locked(t);
+  t.watch = StallWatch(wait);
+}
+
+void stall_audio(GstSpeakerChange* self, GstClockTime running_time) {
+  StallTimer& t = *self->stall;
+  bool resumed = false;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    resumed = t.watch.audio(static_cast<int64_t>(running_time));
+    arm_locked(self, t);
+  }
+  if (resumed)
+    GST_INFO_OBJECT(self, "audio again at running time %" GST_TIME_FORMAT " after a stall",
+                    GST_TIME_ARGS(running_time));
+}
+
+void stall_reset(GstSpeakerChange* self) {
+  StallTimer& t = *self->stall;
+  std::lock_guard<std::mutex> lock(t.mutex);
+  disarm_locked(t);
+  t.watch.reset();
+}
+
+void stall_set_playing(GstSpeakerChange* self, bool playing) {
+  StallTimer& t = *self->stall;
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.playing = playing;
+  // Leaving PLAYING: the base time changes on the way back, so the id is made again then.
+  if (!playing) disarm_locked(t);
+  arm_locked(self, t);
+}
+
+}  // namespace gstspeakerchange

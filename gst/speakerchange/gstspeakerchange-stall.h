@@ -1,0 +1,39 @@
+// A live feed that stops delivering, the clock side: core's StallWatch decides when the stream
+// counts as stalled; this arms one asynchronous clock id on the element's clock for that moment
+// and, when it fires, hands the announcement to a thread that may wait for the stream lock (the
+// clock thread must not: it serves every asynchronous wait of the process). The announcement
+// itself is gstspeakerchange-stream's stall_stretch(), under the stream lock like every other
+// event the element pushes.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <cstdint>
+#include <mutex>
+
+#include "gstspeakerchange.h"
+#include "streaming/stall_watch.h"
+
+namespace gstspeakerchange {
+
+// Shared by the streaming thread (audio), the clock thread (the id fires), the announcing thread
+// and state changes, all under `mutex`; never held while waiting for anything else.
+struct StallTimer {
+  std::mutex mutex;
+  speakerseg::StallWatch watch;  // in running time
+  bool playing = false;          // the clock counts only while PLAYING
+  GstClockID id = nullptr;       // armed for the watch's deadline, if any
+  GstClockTime base_time = 0;    // the element's base time when `id` was armed
+};
+
+// Live upstream (streaming thread): from now on the stream stalls `wait` ns after its newest
+// audio; `wait` < 0: never.
+void stall_start(GstSpeakerChange* self, int64_t wait);
+// Audio or a gap up to `running_time` (streaming thread).
+void stall_audio(GstSpeakerChange* self, GstClockTime running_time);
+// No audio is expected any more (flush, EOS, stop): disarms and forgets.
+void stall_reset(GstSpeakerChange* self);
+// PLAYING entered or left (a paused live pipeline delivers nothing and is not stalled).
+void stall_set_playing(GstSpeakerChange* self, bool playing);
+
+}  // namespace gstspeakerchange
