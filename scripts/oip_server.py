@@ -15,9 +15,10 @@ written here; what is, is the binding to HOST (KServe binds every interface) and
 0 (the kernel picks free ones), and the clean stop on SIGTERM/SIGINT.
 
 Models (tensor names as in the ONNX files, FP32, first dimension the batch, any size from 1):
-  segmentation-3.0    input  [-1, 1, 160000]  ->  output     [-1, 589, 7]  (log-probabilities)
+  segmentation-3.0    input  [-1, 1, 160000]  ->  output     [-1, -1, 7]  (log-probabilities;
+                                                                       589 frames per window)
   voice-encoder-ge2e  mel    [-1, -1, 40]     ->  embedding  [-1, 256]
-the same names and shapes as Triton reports for deploy/triton.
+the same names and shapes as Triton reports for deploy/triton (ModelMetadata).
 
 Once both models are loaded and both servers listen it prints one line on stdout:
   ready grpc=127.0.0.1:PORT http=127.0.0.1:PORT
@@ -46,7 +47,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # name: (file, {input: dims}, {output: dims}); -1 is any size, the first dimension is the batch.
 MODELS = {
-    "segmentation-3.0": ("segmentation-3.0.onnx", {"input": [-1, 1, 160000]}, {"output": [-1, 589, 7]}),
+    # Output frames: -1 as in the ONNX file (589 for 160000 samples), which Triton's ONNX Runtime
+    # backend requires of an output's dims (they must equal the file's exactly), so reports too.
+    "segmentation-3.0": ("segmentation-3.0.onnx", {"input": [-1, 1, 160000]}, {"output": [-1, -1, 7]}),
     "voice-encoder-ge2e": ("voice-encoder-ge2e.onnx", {"mel": [-1, -1, 40]}, {"embedding": [-1, 256]}),
 }
 
