@@ -50,7 +50,7 @@ std::string refusal(F make) {
 
 TEST_F(RemoteEngineTest, LogProbsMatchOnnxRuntime) {
   auto engine = make_remote_engine(options());
-  for (const char* name : {"first_window", "batch32", "five_seconds", "last_partial"}) {
+  for (const char* name : {"first_window", "batch32", "last_partial", "all_windows"}) {
     const NpyArray input = read_npy(test::reference_dir() + "/" + name + ".input.npy");
     const NpyArray reference = read_npy(test::reference_dir() + "/" + name + ".logprobs.npy");
     const int batch = static_cast<int>(input.shape[0]), samples = static_cast<int>(input.shape[1]);
@@ -63,6 +63,19 @@ TEST_F(RemoteEngineTest, LogProbsMatchOnnxRuntime) {
     EXPECT_LE(c.max_diff, test::kParityTolerance) << name;
     EXPECT_EQ(c.flips, 0) << name;
   }
+}
+
+// Triton's and this server's model take 10 s windows only (deploy/triton): a shorter one is
+// refused before it is sent, saying what the server takes.
+TEST_F(RemoteEngineTest, AWindowTheServerDoesNotTakeIsRefusedWithTheReason) {
+  auto engine = make_remote_engine(options());
+  const NpyArray input = read_npy(test::reference_dir() + "/five_seconds.input.npy");
+  const int samples = static_cast<int>(input.shape[1]);
+  std::vector<float> out(frames_for_samples(samples) * kClasses);
+  const std::string why =
+      refusal([&] { engine->forward(input.data.data(), 1, samples, out.data()); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("takes windows of 160000 samples only"), std::string::npos) << why;
 }
 
 TEST_F(RemoteEngineTest, VoiceEmbeddingsMatchTheOriginalWeights) {
