@@ -10,6 +10,7 @@ APT_PACKAGES=(
   build-essential meson ninja-build pkg-config git ca-certificates
   libdnnl-dev libonnx-dev libprotobuf-dev libsndfile1-dev libmpg123-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev clang libfuzzer-14-dev libclang-rt-14-dev
+  libgrpc++-dev protobuf-compiler-grpc
   python3 python3-venv python3-pip espeak-ng
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav

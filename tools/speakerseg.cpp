@@ -28,6 +28,9 @@
 #include "engines/cuda/cuda_voice_encoder.h"
 #endif
 #include "engines/cpu/cpu_engine.h"
+#ifdef SPEAKERSEG_HAVE_REMOTE
+#include "engines/remote/remote_engine.h"
+#endif
 #include "scheduling/shared_segmenter.h"
 #include "streaming/sliding_windows.h"
 #include "streaming/speaker_change_detector.h"
@@ -99,6 +102,9 @@ int positive(const Args& a, const char* name, int fallback) {
 // command run on the same device.
 struct EngineChoice {
   bool cuda = false;
+  bool remote = false;
+  std::string server, remote_model, remote_voice_model;  // remote engine
+  int deadline_ms = 0;
   int device = 0;
   LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
   bool cuda_graphs = true;
@@ -109,8 +115,31 @@ struct EngineChoice {
 
 EngineChoice choose_engine(const Args& a) {
   const std::string engine = a.get("engine", "auto");
-  if (engine != "cpu" && engine != "cuda" && engine != "auto")
-    throw std::invalid_argument("--engine takes cpu, cuda or auto, got '" + engine + "'");
+  if (engine != "cpu" && engine != "cuda" && engine != "remote" && engine != "auto")
+    throw std::invalid_argument("--engine takes cpu, cuda, remote or auto, got '" + engine + "'");
+  const bool remote_options = a.flag("server") || a.flag("remote-model") ||
+                              a.flag("remote-voice-model") || a.flag("deadline-ms");
+  if (engine == "remote") {
+#ifndef SPEAKERSEG_HAVE_REMOTE
+    throw std::runtime_error(
+        "--engine remote: this build has no remote engine (install libgrpc++-dev and "
+        "protobuf-compiler-grpc and rebuild; meson option remote)");
+#else
+    if (!a.flag("server"))
+      throw std::invalid_argument("--engine remote needs --server HOST:PORT (the gRPC port)");
+    EngineChoice c;
+    c.remote = true;
+    const RemoteEngineOptions defaults;
+    c.server = a.get("server");
+    c.remote_model = a.get("remote-model", defaults.model);
+    c.remote_voice_model = a.get("remote-voice-model", defaults.voice_model);
+    c.deadline_ms = positive(a, "deadline-ms", defaults.deadline_ms);
+    return c;
+#endif
+  }
+  if (remote_options)
+    throw std::invalid_argument(
+        "--server, --remote-model, --remote-voice-model and --deadline-ms need --engine remote");
   // Said once, though both engines of a command ask.
   static bool said = false;
   const bool verbose = a.flag("verbose") && !said;
@@ -158,11 +187,25 @@ EngineChoice choose_engine(const Args& a) {
   return c;
 }
 
+#ifdef SPEAKERSEG_HAVE_REMOTE
+RemoteEngineOptions remote_options(const EngineChoice& c) {
+  RemoteEngineOptions o;
+  o.server = c.server;
+  o.model = c.remote_model;
+  o.voice_model = c.remote_voice_model;
+  o.deadline_ms = c.deadline_ms;
+  return o;
+}
+#endif
+
 // The engine --engine asks for; `max_batch` is the largest batch the command will run.
 std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
                                                 std::shared_ptr<const SegmentationModel> model,
                                                 int max_batch) {
   const EngineChoice c = choose_engine(a);
+#ifdef SPEAKERSEG_HAVE_REMOTE
+  if (c.remote) return make_remote_engine(remote_options(c));
+#endif
 #ifdef SPEAKERSEG_HAVE_CUDA
   if (c.cuda) {
     CudaEngineOptions options;
@@ -230,6 +273,9 @@ int cmd_logits(const Args& a) {
 std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
                                                  std::shared_ptr<const VoiceModel> model) {
   const EngineChoice c = choose_engine(a);
+#ifdef SPEAKERSEG_HAVE_REMOTE
+  if (c.remote) return make_remote_voice_encoder(remote_options(c));
+#endif
 #ifdef SPEAKERSEG_HAVE_CUDA
   if (c.cuda) {
     CudaVoiceEncoderOptions options;
@@ -741,7 +787,13 @@ const Command kCommands[] = {
 };
 
 const char kEngineOptions[] =
-    "    --engine cpu|cuda|auto   auto (default): CUDA where this build has it and a GPU is found\n"
+    "    --engine cpu|cuda|remote|auto  auto (default): CUDA where this build has it and a GPU\n"
+    "                             is found; remote: an Open Inference Protocol server (Triton,\n"
+    "                             KServe; docs/scale-out.md)\n"
+    "    --server HOST:PORT       the remote engine's server (its gRPC port)\n"
+    "    --remote-model NAME      the segmentation model's name there (segmentation-3.0)\n"
+    "    --remote-voice-model NAME  the voice encoder's name there (voice-encoder-ge2e)\n"
+    "    --deadline-ms N          the remote engine's limit per request (10000)\n"
     "    --device N               GPU index (CUDA engine)\n"
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"

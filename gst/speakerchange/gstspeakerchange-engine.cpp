@@ -17,6 +17,9 @@
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/cuda_voice_encoder.h"
 #endif
+#ifdef SPEAKERSEG_HAVE_REMOTE
+#include "engines/remote/remote_engine.h"
+#endif
 
 namespace gstspeakerchange {
 namespace {
@@ -51,6 +54,17 @@ speakerseg::LstmAlgorithm lstm_algorithm(const Settings& p) {
 }
 #endif
 
+#ifdef SPEAKERSEG_HAVE_REMOTE
+speakerseg::RemoteEngineOptions remote_options(const Settings& p) {
+  speakerseg::RemoteEngineOptions options;
+  options.server = p.server;
+  options.model = p.remote_model;
+  options.voice_model = p.remote_voice_model;
+  options.deadline_ms = p.remote_deadline_ms;
+  return options;
+}
+#endif
+
 speakerseg::CpuEngineOptions cpu_options(const Settings& p) {
   speakerseg::CpuEngineOptions options;
   options.threads = p.threads;
@@ -69,6 +83,23 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
                                                               [[maybe_unused]] bool shared,
                                                               Reports& reports) {
   std::unique_ptr<speakerseg::SegmentationEngine> engine;
+#ifdef SPEAKERSEG_HAVE_REMOTE
+  // The server runs the model: this machine needs no copy of it.
+  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_REMOTE) {
+    try {
+      return speakerseg::make_remote_engine(remote_options(p));
+    } catch (const std::exception& e) {
+      const std::string what = e.what(), server = p.server, model = p.remote_model;
+      reports.push_back([self, what, server, model] {
+        GST_ELEMENT_ERROR(
+            self, RESOURCE, OPEN_READ_WRITE,
+            ("Could not use the inference server: %s", what.c_str()),
+            ("engine=remote, server=%s, remote-model=%s", server.c_str(), model.c_str()));
+      });
+      return nullptr;
+    }
+  }
+#endif
   std::shared_ptr<const speakerseg::SegmentationModel> model;
   try {
     model = speakerseg::SegmentationModel::load_onnx(p.model, kNameAnotherModel);
@@ -139,6 +170,22 @@ std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* 
 }  // namespace
 
 bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
+  const bool use_remote = p.engine == GST_SPEAKER_CHANGE_ENGINE_REMOTE;
+  if (use_remote && !kHaveRemoteEngine) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("engine=remote: %s", kNoRemote),
+                      ("choose engine=cpu, cuda or auto"));
+    return false;
+  }
+  if (use_remote && p.server.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("engine=remote needs the server property: HOST:PORT of an Open Inference "
+                       "Protocol server's gRPC endpoint"),
+                      ("e.g. server=localhost:8001 for NVIDIA Triton, localhost:8081 for KServe"));
+    return false;
+  }
+  if (!use_remote && !p.server.empty())
+    GST_WARNING_OBJECT(self, "server is set but engine is %s, not remote: the server is not used",
+                       enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine));
   if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA && !kHaveCudaEngine) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("engine=cuda: %s", kNoCuda),
                       ("choose engine=cpu or engine=auto"));
@@ -191,7 +238,9 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   s->enrolled.reset();  // a start that failed left the last one's (stop() does not run then)
   if (p.reidentify) {
     try {
-      voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model, kNameAnotherVoiceModel);
+      // The remote engine's voice encoder runs on the server: no local copy needed.
+      if (!use_remote)
+        voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model, kNameAnotherVoiceModel);
       if (!p.voiceprints.empty()) s->enrolled = speakerseg::Voiceprints::load(p.voiceprints);
     } catch (const speakerseg::VoiceprintsError& e) {
       if (g_file_test(p.voiceprints.c_str(), G_FILE_TEST_EXISTS))
@@ -219,6 +268,9 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   // encoder that cannot be made leaves the voices on the CPU, with a warning in the debug log (the
   // factory may run for a shared worker that outlives this element).
   auto make_voice = [&]() -> std::unique_ptr<speakerseg::VoiceEncoder> {
+#ifdef SPEAKERSEG_HAVE_REMOTE
+    if (use_remote) return speakerseg::make_remote_voice_encoder(remote_options(p));
+#endif
 #ifdef SPEAKERSEG_HAVE_CUDA
     if (use_cuda) {
       speakerseg::CudaVoiceEncoderOptions options;
@@ -239,10 +291,13 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   Reports reports;
   if (p.shared_engine) {
     speakerseg::EngineKey key;
-    key.model_path = p.model;
-    key.kind = use_cuda ? "cuda" : "cpu";
-    key.device = use_cuda ? std::to_string(p.device) : "";
+    key.model_path = use_remote ? p.remote_model : p.model;
+    key.kind = use_remote ? "remote" : use_cuda ? "cuda" : "cpu";
+    key.device = use_remote ? p.server : use_cuda ? std::to_string(p.device) : "";
     key.options =
+        (use_remote ? "voice=" + p.remote_voice_model +
+                          ";deadline-ms=" + std::to_string(p.remote_deadline_ms) + ";"
+                    : std::string()) +
         "threads=" + std::to_string(p.threads) +
         ";precision=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_PRECISION, p.precision) +
         ";lstm-algorithm=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +

@@ -19,6 +19,10 @@ enum {
   PROP_THREADS,
   PROP_PRECISION,
   PROP_DEVICE,
+  PROP_SERVER,
+  PROP_REMOTE_MODEL,
+  PROP_REMOTE_VOICE_MODEL,
+  PROP_REMOTE_DEADLINE,
   PROP_LSTM_ALGORITHM,
   PROP_CUDA_GRAPHS,
   PROP_BATCH_SIZE,
@@ -75,16 +79,18 @@ void install_properties(GObjectClass* gobject_class) {
   /**
    * GstSpeakerChange:engine:
    *
-   * Inference engine. This build has the CPU engine only: `auto` selects it and `cuda` makes the
-   * READY to PAUSED transition fail with an error that says how to get a CUDA build.
+   * Inference engine: `cpu`, `cuda` (a GPU of this machine), `remote` (an Open Inference
+   * Protocol server, #GstSpeakerChange:server), or `auto` (CUDA where this build has it and a GPU
+   * is found, else the CPU). An engine this build lacks makes the READY to PAUSED transition fail
+   * with an error that says how to get it.
    */
+  static const std::string engine_blurb = std::string("Inference engine (this build: CPU") +
+                                          (kHaveCudaEngine ? ", CUDA" : "") +
+                                          (kHaveRemoteEngine ? ", remote" : "") + ")";
   g_object_class_install_property(
       gobject_class, PROP_ENGINE,
-      g_param_spec_enum("engine", "Engine",
-                        kHaveCudaEngine ? "Inference engine (this build: CPU and CUDA)"
-                                        : "Inference engine (this build: CPU only)",
-                        GST_TYPE_SPEAKER_CHANGE_ENGINE, GST_SPEAKER_CHANGE_ENGINE_AUTO,
-                        kReadyFlags));
+      g_param_spec_enum("engine", "Engine", engine_blurb.c_str(), GST_TYPE_SPEAKER_CHANGE_ENGINE,
+                        GST_SPEAKER_CHANGE_ENGINE_AUTO, kReadyFlags));
   /**
    * GstSpeakerChange:mode:
    *
@@ -184,6 +190,56 @@ void install_properties(GObjectClass* gobject_class) {
                            ? "GPU index for the CUDA engine"
                            : "GPU index for the CUDA engine (must be 0 in a CPU-only build)",
                        0, 64, 0, kReadyFlags));
+  /**
+   * GstSpeakerChange:server:
+   *
+   * HOST:PORT of the Open Inference Protocol server (its gRPC port: 8001 for NVIDIA Triton, 8081
+   * for KServe) that engine=remote sends windows and voice partials to (docs/scale-out.md). The
+   * server and its models are checked on READY to PAUSED: unreachable, not ready, a missing model
+   * or one of the wrong shape fails the transition with an error that names them.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_SERVER,
+      g_param_spec_string("server", "Server",
+                          kHaveRemoteEngine
+                              ? "HOST:PORT of the inference server's gRPC endpoint (engine=remote)"
+                              : "HOST:PORT of the inference server (engine=remote; not in this "
+                                "build)",
+                          "", kReadyFlags));
+  /**
+   * GstSpeakerChange:remote-model:
+   *
+   * The segmentation network's name on #GstSpeakerChange:server ([B, 1, samples] `input` ->
+   * [B, frames, 7] `output`, as deploy/triton names it).
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_REMOTE_MODEL,
+      g_param_spec_string("remote-model", "Remote model",
+                          "Name of the segmentation model on the server (engine=remote)",
+                          "segmentation-3.0", kReadyFlags));
+  /**
+   * GstSpeakerChange:remote-voice-model:
+   *
+   * The voice encoder's name on #GstSpeakerChange:server ([B, frames, 40] `mel` -> [B, 256]
+   * `embedding`), used with #GstSpeakerChange:reidentify.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_REMOTE_VOICE_MODEL,
+      g_param_spec_string("remote-voice-model", "Remote voice model",
+                          "Name of the voice encoder on the server (engine=remote, reidentify)",
+                          "voice-encoder-ge2e", kReadyFlags));
+  /**
+   * GstSpeakerChange:remote-deadline:
+   *
+   * Milliseconds the remote engine waits for one request's answer (a batch of windows) before it
+   * gives up on it.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_REMOTE_DEADLINE,
+      g_param_spec_int("remote-deadline", "Remote deadline",
+                       "Milliseconds to wait for the server's answer to one request "
+                       "(engine=remote)",
+                       1, 600000, 10000, kReadyFlags));
   /**
    * GstSpeakerChange:lstm-algorithm:
    *
@@ -403,6 +459,24 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_ENGINE:
       p.engine = static_cast<GstSpeakerChangeEngine>(g_value_get_enum(value));
       break;
+    case PROP_SERVER: {
+      const char* v = g_value_get_string(value);
+      p.server = v ? v : "";
+      break;
+    }
+    case PROP_REMOTE_MODEL: {
+      const char* v = g_value_get_string(value);
+      p.remote_model = v ? v : "";
+      break;
+    }
+    case PROP_REMOTE_VOICE_MODEL: {
+      const char* v = g_value_get_string(value);
+      p.remote_voice_model = v ? v : "";
+      break;
+    }
+    case PROP_REMOTE_DEADLINE:
+      p.remote_deadline_ms = g_value_get_int(value);
+      break;
     case PROP_MODE:
       p.mode = static_cast<GstSpeakerChangeMode>(g_value_get_enum(value));
       break;
@@ -547,6 +621,18 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
     case PROP_VOICE_MODEL:
       g_value_set_string(value, p.voice_model.c_str());
       break;
+    case PROP_SERVER:
+      g_value_set_string(value, p.server.c_str());
+      break;
+    case PROP_REMOTE_MODEL:
+      g_value_set_string(value, p.remote_model.c_str());
+      break;
+    case PROP_REMOTE_VOICE_MODEL:
+      g_value_set_string(value, p.remote_voice_model.c_str());
+      break;
+    case PROP_REMOTE_DEADLINE:
+      g_value_set_int(value, p.remote_deadline_ms);
+      break;
     case PROP_VOICEPRINTS:
       g_value_set_string(value, p.voiceprints.c_str());
       break;
@@ -578,6 +664,10 @@ GType gst_speaker_change_engine_get_type(void) {
       {GST_SPEAKER_CHANGE_ENGINE_CPU, "CPU engine (oneDNN)", "cpu"},
       {GST_SPEAKER_CHANGE_ENGINE_CUDA, "CUDA engine (cuDNN); needs a build with -Dcuda=enabled",
        "cuda"},
+      {GST_SPEAKER_CHANGE_ENGINE_REMOTE,
+       "An Open Inference Protocol server (the server property: Triton, KServe); needs a build "
+       "with -Dremote=enabled",
+       "remote"},
       {0, nullptr, nullptr},
   };
   if (g_once_init_enter(&id))

@@ -21,6 +21,14 @@ constexpr bool kHaveCudaEngine = false;
 #endif
 constexpr const char* kNoCuda =
     "this build has no CUDA engine: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit";
+#ifdef SPEAKERSEG_HAVE_REMOTE
+constexpr bool kHaveRemoteEngine = true;
+#else
+constexpr bool kHaveRemoteEngine = false;
+#endif
+constexpr const char* kNoRemote =
+    "this build has no remote engine: install libgrpc++-dev and protobuf-compiler-grpc and "
+    "rebuild (meson option remote)";
 
 constexpr speakerseg::StreamSettings kCoreDefaults{};
 constexpr double kDefaultStep = kCoreDefaults.step;
@@ -44,6 +52,10 @@ struct Settings {
   int threads = 0;
   GstSpeakerChangePrecision precision = GST_SPEAKER_CHANGE_PRECISION_FP32;
   int device = 0;
+  std::string server;  // the remote engine's HOST:PORT
+  std::string remote_model = "segmentation-3.0";
+  std::string remote_voice_model = "voice-encoder-ge2e";
+  int remote_deadline_ms = 10000;
   GstSpeakerChangeLstmAlgorithm lstm_algorithm = GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO;
   bool cuda_graphs = true;
   int batch_size = kDefaultBatchSize;

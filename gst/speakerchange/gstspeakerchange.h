@@ -15,11 +15,14 @@ G_DECLARE_FINAL_TYPE(GstSpeakerChange, gst_speaker_change, GST, SPEAKER_CHANGE, 
  * @GST_SPEAKER_CHANGE_ENGINE_AUTO: the best engine this build has (the CPU engine here)
  * @GST_SPEAKER_CHANGE_ENGINE_CPU: the CPU engine (oneDNN)
  * @GST_SPEAKER_CHANGE_ENGINE_CUDA: the CUDA engine (cuDNN); needs a build with -Dcuda=enabled
+ * @GST_SPEAKER_CHANGE_ENGINE_REMOTE: an Open Inference Protocol server (#GstSpeakerChange:server:
+ *   NVIDIA Triton, KServe); needs a build with -Dremote=enabled
  */
 typedef enum {
   GST_SPEAKER_CHANGE_ENGINE_AUTO,
   GST_SPEAKER_CHANGE_ENGINE_CPU,
   GST_SPEAKER_CHANGE_ENGINE_CUDA,
+  GST_SPEAKER_CHANGE_ENGINE_REMOTE,
 } GstSpeakerChangeEngine;
 
 /**

@@ -56,27 +56,8 @@ TEST(MelSpectrogram, MatchesLibrosa) {
   }
 }
 
-// Every partial of every reference case through `e` against the original weights' embeddings:
-// each case's least cosine is at least `bound`.
-void expect_partials_match(VoiceEncoder& e, float bound, const char* tag) {
-  const MelSpectrogram mel;
-  for (const std::string& c : test::voice_cases()) {
-    const NpyArray audio = read_npy(test::voice_reference(c + ".audio.npy"));
-    const NpyArray want = read_npy(test::voice_reference(c + ".partials.npy"));
-    const std::vector<float> got = embed_partials(
-        e, mel, audio.data.data(), static_cast<int64_t>(audio.data.size()), kPartialStep);
-    ASSERT_EQ(got.size(), want.data.size()) << c;
-    float least = 1;
-    for (size_t p = 0; p < got.size() / kEmbeddingDim; ++p)
-      least = std::min(least, cosine(&got[p * kEmbeddingDim], &want.data[p * kEmbeddingDim]));
-    std::printf("[ %-8s ] %-11s %lld partials: least cosine %.8f\n", tag, c.c_str(),
-                static_cast<long long>(want.shape[0]), least);
-    EXPECT_GE(least, bound) << c;
-  }
-}
-
 TEST(VoiceEncoder, PartialsMatchTheOriginalWeights) {
-  expect_partials_match(*encoder(), 0.9999f, "voice");
+  test::expect_partials_match(*encoder(), 0.9999f, "voice");
 }
 
 // precision bf16 is an exploration, not held to the 0.9999 of fp32: measured here (0.99996 on
@@ -84,7 +65,7 @@ TEST(VoiceEncoder, PartialsMatchTheOriginalWeights) {
 TEST(VoiceEncoder, Bf16PartialsStayNearTheOriginalWeights) {
   if (!cpu::lstm_isa_supported(cpu::LstmIsa::kAvx512Bf16))
     GTEST_SKIP() << "this CPU has no AVX512_BF16: precision bf16 is refused here";
-  expect_partials_match(*encoder(0, CpuPrecision::kBf16), 0.999f, "bf16");
+  test::expect_partials_match(*encoder(0, CpuPrecision::kBf16), 0.999f, "bf16");
 }
 
 TEST(VoiceEncoder, ThreadsAndBatchingDoNotChangeTheAnswer) {

@@ -9,6 +9,9 @@
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_engine.h"
 #endif
+#ifdef SPEAKERSEG_HAVE_REMOTE
+#include "common/oip_server.h"
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -1307,6 +1310,97 @@ TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
   }
   EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(changes);
 }
+
+// ---------------------------------------------------------------------------------------------
+// engine=remote: the networks on a real Open Inference Protocol server on loopback
+// (scripts/oip_server.py: KServe's model server, ONNX Runtime).
+
+#ifdef SPEAKERSEG_HAVE_REMOTE
+// One server for every test of the program, started on first use.
+const std::string& oip_server() {
+  static speakerseg::test::OipServer server;
+  EXPECT_TRUE(server.started()) << server.why();
+  return server.address();
+}
+
+void remote(GstElement* e) {
+  gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+  g_object_set(e, "server", oip_server().c_str(), nullptr);
+}
+
+// The server runs ONNX Runtime, which the CPU engine is held to within 1e-3 per log-probability:
+// the same changes, give or take a frame.
+TEST(SpeakerChangeElement, RemoteEngineFindsWhatTheCpuEngineFinds) {
+  REQUIRE_SAMPLE();
+  ElementRun run(remote);
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  expect_same_changes(run.events(), reference(sample), 0, 2 * kFrame);
+}
+
+// The model file is not needed where the server runs it; the voices go to the server too.
+TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers) {
+  REQUIRE_SAMPLE();
+  auto voice = speakerseg::make_cpu_voice_encoder(
+      speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
+  const speakerseg::MelSpectrogram mel;
+  speakerseg::Voiceprints prints;
+  for (const auto& [name, from, to] :
+       {std::tuple<const char*, double, double>{"Alice", 10.6, 14.4}, {"Bob", 22.0, 27.8}})
+    prints.enroll(name,
+                  speakerseg::utterance_embedding(*voice, mel, &sample[samples(from)],
+                                                  static_cast<int64_t>(samples(to - from))),
+                  to - from);
+  const std::string path = speakerseg::test::scratch().path() + "/remote-voiceprints.json";
+  prints.save(path);
+  ElementRun run([&](GstElement* e) {
+    remote(e);
+    g_object_set(e, "model", "/nonexistent/segmentation-3.0.onnx", "voice-model",
+                 "/nonexistent/voice-encoder-ge2e.onnx", "reidentify", TRUE, "voiceprints",
+                 path.c_str(), nullptr);
+  });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  std::set<std::string> late;
+  for (const auto& c : run.events())
+    if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
+  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
+}
+
+TEST(SpeakerChangeElement, RemoteEngineProblemsFailTheStartNamingThem) {
+  const auto start = [](const char* server, const char* model) {
+    return try_start([&](GstElement* e) {
+      gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+      g_object_set(e, "server", server, "remote-model", model, "remote-deadline", 3000, nullptr);
+    });
+  };
+  struct Case {
+    std::string server, model, says;
+  };
+  for (const Case& c : {Case{"", "segmentation-3.0", "needs the server property"},
+                        Case{"127.0.0.1:1", "segmentation-3.0", "cannot be reached"},
+                        Case{oip_server(), "no-such-model", "no ready model 'no-such-model'"},
+                        Case{oip_server(), "voice-encoder-ge2e", "has no input 'input'"}}) {
+    auto [ret, errors] = start(c.server.c_str(), c.model.c_str());
+    EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE) << c.server << " " << c.model;
+    ASSERT_EQ(errors.size(), 1u) << c.server << " " << c.model;
+    EXPECT_NE(errors[0].find(c.says), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find(c.server), std::string::npos) << errors[0];
+  }
+}
+#else
+TEST(SpeakerChangeElement, RemoteEngineIsRefusedInABuildWithoutIt) {
+  auto [ret, errors] = try_start([](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+    g_object_set(e, "server", "127.0.0.1:8001", nullptr);
+  });
+  EXPECT_EQ(ret, GST_STATE_CHANGE_FAILURE);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("libgrpc++-dev"), std::string::npos) << errors[0];
+}
+#endif
 
 TEST(SpeakerChangeElement, BadVoiceprintsFailTheStart) {
   const std::string missing = "/nonexistent/voiceprints.json";

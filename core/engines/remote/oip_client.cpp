@@ -1,0 +1,197 @@
+#include "engines/remote/oip_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "inference.grpc.pb.h"
+
+namespace speakerseg::remote {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "raw tensor contents are little-endian: a big-endian host would have to swap");
+
+struct OipClient::Stub {
+  std::unique_ptr<inference::GRPCInferenceService::Stub> service;
+};
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream s;
+  s << '[';
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << ']';
+  return s.str();
+}
+
+template <class Dims>
+std::vector<int64_t> to_vector(const Dims& dims) {
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+// A context that waits at most `deadline` and fails at once while the server is unreachable
+// (gRPC's default), so that a lost server shows as an error, not a hang.
+void arm(grpc::ClientContext* context, std::chrono::milliseconds deadline) {
+  context->set_deadline(std::chrono::system_clock::now() + deadline);
+}
+
+}  // namespace
+
+OipClient::OipClient(std::string server, std::chrono::milliseconds deadline)
+    : server_(std::move(server)), deadline_(deadline), stub_(std::make_unique<Stub>()) {
+  grpc::ChannelArguments args;
+  // A batch of 32 windows is 20 MB: no message limit on our side (the server's is its own).
+  args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
+  stub_->service = inference::GRPCInferenceService::NewStub(
+      grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args));
+}
+
+OipClient::~OipClient() = default;
+
+namespace {
+
+// "ModelInfer of model 'm' on HOST:PORT failed: UNAVAILABLE: ...", and what to do about it.
+std::string failure(const std::string& call, const std::string& model, const std::string& server,
+                    const grpc::Status& status, std::chrono::milliseconds deadline) {
+  std::string what =
+      call + (model.empty() ? "" : " of model '" + model + "'") + " on " + server + " failed: ";
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return what + "the server cannot be reached (" + status.error_message() +
+             "): start it, or point `server` at the gRPC port it listens on (Triton: 8001, "
+             "KServe: 8081)";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return what + "no answer within " + std::to_string(deadline.count()) +
+             " ms: the server is overloaded or stuck; raise the deadline or add server capacity";
+    case grpc::StatusCode::NOT_FOUND:
+      return what + "the server has no such model (" + status.error_message() +
+             "): name a model it serves";
+    default:
+      return what + "gRPC status " + std::to_string(status.error_code()) + ": " +
+             status.error_message();
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> OipClient::check_model(const std::string& model, const TensorContract& input,
+                                            const TensorContract& output) const {
+  {
+    grpc::ClientContext context;
+    arm(&context, deadline_);
+    inference::ServerReadyResponse ready;
+    const grpc::Status status =
+        stub_->service->ServerReady(&context, inference::ServerReadyRequest(), &ready);
+    if (!status.ok()) throw EngineError(failure("ServerReady", "", server_, status, deadline_));
+    if (!ready.ready())
+      throw EngineError("the inference server at " + server_ +
+                        " is live but not ready (still loading its models?): try again when it "
+                        "says it is ready");
+  }
+  {
+    grpc::ClientContext context;
+    arm(&context, deadline_);
+    inference::ModelReadyRequest request;
+    request.set_name(model);
+    inference::ModelReadyResponse ready;
+    const grpc::Status status = stub_->service->ModelReady(&context, request, &ready);
+    if (!status.ok() || !ready.ready())
+      throw EngineError("the inference server at " + server_ + " has no ready model '" + model +
+                        "'" + (status.ok() ? "" : " (" + status.error_message() + ")") +
+                        ": name a model it serves (the defaults are segmentation-3.0 and "
+                        "voice-encoder-ge2e; deploy/triton holds a model repository of both)");
+  }
+  grpc::ClientContext context;
+  arm(&context, deadline_);
+  inference::ModelMetadataRequest request;
+  request.set_name(model);
+  inference::ModelMetadataResponse metadata;
+  const grpc::Status status = stub_->service->ModelMetadata(&context, request, &metadata);
+  if (!status.ok()) throw EngineError(failure("ModelMetadata", model, server_, status, deadline_));
+
+  std::vector<int64_t> input_shape;
+  const auto check = [&](const auto& tensors, const TensorContract& want, const char* kind) {
+    std::string names;
+    for (const auto& t : tensors) {
+      names += (names.empty() ? "" : ", ") + t.name();
+      if (t.name() != want.name) continue;
+      const std::vector<int64_t> shape = to_vector(t.shape());
+      bool fits = t.datatype() == "FP32" && shape.size() == want.dims.size();
+      for (size_t d = 0; fits && d < shape.size(); ++d)
+        fits = shape[d] == kAnySize || want.dims[d] == kAnySize || shape[d] == want.dims[d];
+      if (!fits)
+        throw EngineError("model '" + model + "' on " + server_ + ": its " + kind + " '" +
+                          want.name + "' is " + t.datatype() + " " + shape_text(shape) +
+                          ", this engine needs FP32 " + shape_text(want.dims) +
+                          " (-1: any size): is it the right model?");
+      return shape;
+    }
+    throw EngineError("model '" + model + "' on " + server_ + " has no " + kind + " '" + want.name +
+                      "' (its " + kind + "s: " + (names.empty() ? "none" : names) +
+                      "): is it the right model?");
+  };
+  input_shape = check(metadata.inputs(), input, "input");
+  check(metadata.outputs(), output, "output");
+  return input_shape;
+}
+
+void OipClient::infer(const std::string& model, const std::string& input_name,
+                      const std::vector<int64_t>& input_shape, const float* data,
+                      const std::string& output_name, const std::vector<int64_t>& output_shape,
+                      float* out) const {
+  int64_t in_count = 1, out_count = 1;
+  for (int64_t d : input_shape) in_count *= d;
+  for (int64_t d : output_shape) out_count *= d;
+
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* input = request.add_inputs();
+  input->set_name(input_name);
+  input->set_datatype("FP32");
+  for (int64_t d : input_shape) input->add_shape(d);
+  request.add_outputs()->set_name(output_name);
+  request.add_raw_input_contents()->assign(reinterpret_cast<const char*>(data),
+                                           static_cast<size_t>(in_count) * sizeof(float));
+
+  grpc::ClientContext context;
+  arm(&context, deadline_);
+  inference::ModelInferResponse response;
+  const grpc::Status status = stub_->service->ModelInfer(&context, request, &response);
+  if (!status.ok()) throw EngineError(failure("ModelInfer", model, server_, status, deadline_));
+
+  for (int i = 0; i < response.outputs_size(); ++i) {
+    const auto& tensor = response.outputs(i);
+    if (tensor.name() != output_name) continue;
+    const std::vector<int64_t> shape = to_vector(tensor.shape());
+    if (tensor.datatype() != "FP32" || shape != output_shape)
+      throw EngineError("model '" + model + "' on " + server_ + " answered " + tensor.datatype() +
+                        " " + shape_text(shape) + " for '" + output_name + "', expected FP32 " +
+                        shape_text(output_shape));
+    // Servers answer a raw request with raw bytes (Triton, KServe) or typed contents.
+    if (i < response.raw_output_contents_size()) {
+      const std::string& raw = response.raw_output_contents(i);
+      if (raw.size() != static_cast<size_t>(out_count) * sizeof(float))
+        throw EngineError("model '" + model + "' on " + server_ + " answered " +
+                          std::to_string(raw.size()) + " bytes for '" + output_name + "' " +
+                          shape_text(shape) + ", expected " +
+                          std::to_string(out_count * sizeof(float)));
+      std::memcpy(out, raw.data(), raw.size());
+    } else {
+      const auto& values = tensor.contents().fp32_contents();
+      if (values.size() != out_count)
+        throw EngineError("model '" + model + "' on " + server_ + " answered " +
+                          std::to_string(values.size()) + " values for '" + output_name + "' " +
+                          shape_text(shape) + ", expected " + std::to_string(out_count));
+      std::copy(values.begin(), values.end(), out);
+    }
+    return;
+  }
+  throw EngineError("model '" + model + "' on " + server_ + " answered without an output '" +
+                    output_name + "'");
+}
+
+}  // namespace speakerseg::remote

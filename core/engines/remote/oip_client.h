@@ -1,0 +1,57 @@
+// One connection to an Open Inference Protocol server (inference.proto: NVIDIA Triton, KServe,
+// Seldon MLServer): the checks a model passes once, when an engine is made, and one FP32
+// inference call. Every failure is an EngineError that names the server and the model and says
+// what to do. gRPC stays behind this header: nothing that includes it needs the generated code.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/segmentation_engine.h"  // EngineError
+
+namespace speakerseg::remote {
+
+// A dimension the caller takes at whatever size the server gives (the batch, a length).
+constexpr int64_t kAnySize = -1;
+
+// What a model's tensor must be: FP32, this name, this rank, and these sizes where not kAnySize.
+struct TensorContract {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+class OipClient {
+ public:
+  // `server` is HOST:PORT of the gRPC endpoint; every call waits at most `deadline`. gRPC
+  // connects on the first call, so this does not fail.
+  OipClient(std::string server, std::chrono::milliseconds deadline);
+  ~OipClient();
+  OipClient(const OipClient&) = delete;
+  OipClient& operator=(const OipClient&) = delete;
+
+  const std::string& server() const { return server_; }
+
+  // The server is live and ready, the model ready, and its input and output named in the
+  // contracts are FP32 tensors of that rank whose fixed sizes agree with the contracts' (-1 on
+  // either side agrees with anything). Returns the server's shape of the input.
+  std::vector<int64_t> check_model(const std::string& model, const TensorContract& input,
+                                   const TensorContract& output) const;
+
+  // Runs `model` on `data`, an FP32 tensor of `input_shape`, and writes its output, which must be
+  // an FP32 tensor of exactly `output_shape`, to `out`.
+  void infer(const std::string& model, const std::string& input_name,
+             const std::vector<int64_t>& input_shape, const float* data,
+             const std::string& output_name, const std::vector<int64_t>& output_shape,
+             float* out) const;
+
+ private:
+  struct Stub;
+  std::string server_;
+  std::chrono::milliseconds deadline_;
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace speakerseg::remote

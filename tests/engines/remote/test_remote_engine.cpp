@@ -1,0 +1,157 @@
+// The remote engine against a real Open Inference Protocol server on loopback
+// (scripts/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime): the
+// same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on one
+// server at once, and the refusals a user meets (no server, a wrong model name or shape, a
+// server slower than the deadline), each naming the server and the model.
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/oip_server.h"
+#include "common/parity.h"
+#include "common/test_env.h"
+#include "common/voice_reference.h"
+#include "engines/remote/remote_engine.h"
+#include "io/npy.h"
+
+namespace speakerseg {
+namespace {
+
+class RemoteEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new test::OipServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->started()) << server_->why(); }
+
+  static RemoteEngineOptions options() {
+    RemoteEngineOptions o;
+    o.server = server_->address();
+    return o;
+  }
+
+  static test::OipServer* server_;
+};
+test::OipServer* RemoteEngineTest::server_ = nullptr;
+
+// The message of the EngineError `make` throws ("" if it throws none).
+template <class F>
+std::string refusal(F make) {
+  try {
+    make();
+  } catch (const EngineError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(RemoteEngineTest, LogProbsMatchOnnxRuntime) {
+  auto engine = make_remote_engine(options());
+  for (const char* name : {"first_window", "batch32", "last_partial", "all_windows"}) {
+    const NpyArray input = read_npy(test::reference_dir() + "/" + name + ".input.npy");
+    const NpyArray reference = read_npy(test::reference_dir() + "/" + name + ".logprobs.npy");
+    const int batch = static_cast<int>(input.shape[0]), samples = static_cast<int>(input.shape[1]);
+    std::vector<float> out(reference.data.size());
+    engine->forward(input.data.data(), batch, samples, out.data());
+    const test::Comparison c = test::compare(out, reference.data);
+    std::printf("[ remote   ] %-13s %d windows of %d samples: max |diff| %.3g (every class %.3g)\n",
+                name, batch, samples, c.max_diff, c.max_diff_all);
+    EXPECT_TRUE(c.finite) << name;
+    EXPECT_LE(c.max_diff, test::kParityTolerance) << name;
+    EXPECT_EQ(c.flips, 0) << name;
+  }
+}
+
+// Triton's and this server's model take 10 s windows only (deploy/triton): a shorter one is
+// refused before it is sent, saying what the server takes.
+TEST_F(RemoteEngineTest, AWindowTheServerDoesNotTakeIsRefusedWithTheReason) {
+  auto engine = make_remote_engine(options());
+  const NpyArray input = read_npy(test::reference_dir() + "/five_seconds.input.npy");
+  const int samples = static_cast<int>(input.shape[1]);
+  std::vector<float> out(frames_for_samples(samples) * kClasses);
+  const std::string why =
+      refusal([&] { engine->forward(input.data.data(), 1, samples, out.data()); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("takes windows of 160000 samples only"), std::string::npos) << why;
+}
+
+TEST_F(RemoteEngineTest, VoiceEmbeddingsMatchTheOriginalWeights) {
+  auto encoder = make_remote_voice_encoder(options());
+  test::expect_partials_match(*encoder, 0.9999f, "remote");
+}
+
+TEST_F(RemoteEngineTest, SeveralEnginesShareOneServerAtOnce) {
+  const NpyArray input = read_npy(test::reference_dir() + "/batch32.input.npy");
+  const NpyArray reference = read_npy(test::reference_dir() + "/batch32.logprobs.npy");
+  const int samples = static_cast<int>(input.shape[1]), per = 4;
+  const size_t out_per = reference.data.size() / input.shape[0] * per;
+  std::vector<std::vector<float>> outs(4, std::vector<float>(out_per));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(outs.size());
+  for (size_t t = 0; t < outs.size(); ++t)
+    threads.emplace_back([&, t] {
+      try {
+        auto engine = make_remote_engine(options());
+        for (int round = 0; round < 3; ++round)
+          engine->forward(&input.data[t * per * samples], per, samples, outs[t].data());
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (size_t t = 0; t < outs.size(); ++t) {
+    ASSERT_EQ(errors[t], "");
+    const std::vector<float> want(reference.data.begin() + t * out_per,
+                                  reference.data.begin() + (t + 1) * out_per);
+    EXPECT_LE(test::compare(outs[t], want).max_diff, test::kParityTolerance) << "engine " << t;
+  }
+}
+
+TEST_F(RemoteEngineTest, AWrongModelNameIsRefusedWithTheReason) {
+  RemoteEngineOptions o = options();
+  o.model = "no-such-model";
+  const std::string why = refusal([&] { make_remote_engine(o); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("no-such-model"), std::string::npos) << why;
+  EXPECT_NE(why.find(o.server), std::string::npos) << why;
+}
+
+TEST_F(RemoteEngineTest, AModelOfTheWrongShapeIsRefusedWithTheReason) {
+  RemoteEngineOptions o = options();
+  o.model = o.voice_model;  // the voice encoder where the segmentation network should be
+  const std::string why = refusal([&] { make_remote_engine(o); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("no input 'input'"), std::string::npos) << why;
+  EXPECT_NE(why.find("mel"), std::string::npos) << why;  // what it has instead
+}
+
+TEST(RemoteEngine, AnUnreachableServerIsRefusedWithTheReason) {
+  RemoteEngineOptions o;
+  o.server = "127.0.0.1:1";  // nothing listens on port 1
+  o.deadline_ms = 2000;
+  const std::string why = refusal([&] { make_remote_engine(o); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("127.0.0.1:1"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot be reached"), std::string::npos) << why;
+}
+
+TEST(RemoteEngine, ASlowServerMeetsTheDeadlineAsAnError) {
+  test::OipServer slow({"--delay-ms", "3000"});
+  ASSERT_TRUE(slow.started()) << slow.why();
+  RemoteEngineOptions o;
+  o.server = slow.address();
+  o.deadline_ms = 500;
+  auto engine = make_remote_engine(o);  // the checks are not delayed, inference is
+  const NpyArray input = read_npy(test::reference_dir() + "/first_window.input.npy");
+  std::vector<float> out(frames_for_samples(input.shape[1]) * kClasses);
+  const std::string why = refusal(
+      [&] { engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data()); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("no answer within 500 ms"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace speakerseg
