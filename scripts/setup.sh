@@ -14,6 +14,8 @@ APT_PACKAGES=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0 python3-numpy
+  # The jingle of the broadcast-like programmes (scripts/programmes.py; CC BY-SA 4.0).
+  yaru-theme-sound
   # Not used by the project: on most GStreamer users' machines, so the tests run beside it (they
   # must pass whatever else is installed; tests/common/gst_plugins.py).
   gstreamer1.0-plugins-bad
