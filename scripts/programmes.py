@@ -15,13 +15,14 @@ per split, --per-format programmes of each format:
           of whom calls back later. A jingle between segments.
 
 Anchors, hosts, field reporters and panellists are chapter readers (their utterances from a
-random one on, in chapter order, wrapping round); everyone else is a one-utterance reader, each used in one
-programme of the split only. Each utterance is trimmed to its speech and cut into phrases at its
-pauses (energy: 10 ms frames louder than max(5th percentile + 8 dB, loudest - 40 dB), quieter
-stretches of 0.25 s or more are pauses). A turn is a run of one person's phrases in order: the
-recorded pause is kept where it is at most 0.6 s, else a pause of 0.2-0.6 s is put in. Turns are
-0.3-1.0 s apart. Every phrase is said once in a programme. An enrolled person's enrolment clip is
-made of whole utterances of theirs that the programme does not use, 10 s of speech or more.
+random one on, in chapter order, wrapping round); everyone else is a one-utterance reader, each
+used in one programme of the split only. Each utterance is trimmed to its speech and cut into
+phrases at its pauses (energy: 10 ms frames louder than max(5th percentile + 8 dB, loudest -
+40 dB); quieter stretches of 0.25 s or more are pauses; runs 20 dB below the loudest frame are
+breaths and left out). A turn is a run of one person's phrases in order: the recorded pause is
+kept where it is at most 0.6 s, else a pause of 0.2-0.6 s is put in. Turns are 0.3-1.0 s apart.
+Every phrase is said once in a programme. An enrolled person's enrolment clip is made of whole
+utterances of theirs that the programme does not use, 10 s of speech or more.
 
 Channels, per person: speech level -26 dBFS plus a gain of -6..+3 dB; "telephone": 8 kHz
 round trip with 300-3400 Hz band-pass and G.711 mu-law; "remote": Opus at 10-16 kbit/s (GStreamer
@@ -30,9 +31,11 @@ yaru-theme-sound, CC BY-SA 4.0), at -38 dBFS; a noise floor at -66 dBFS runs und
 The RTTM holds one line per turn (labels are LibriSpeech reader ids); jingles and gaps are not in
 it.
 
-Writes OUT/SOURCE.txt (licences), OUT/splits.json, and per split OUT/SPLIT/URI.wav (16 kHz mono),
-URI.rttm, URI.json (who plays which role, their channel, their utterances, the enrolment clip),
-enrol/URI-READER.wav and programmes.json (the list, written last). The same seed gives
+Writes OUT/SOURCE.txt (licences), OUT/splits.json (each split's readers and their speech, and
+what its programmes hold: seconds, reference seconds (turns, the pauses inside included), speech
+said, distinct speech, people), and per split OUT/SPLIT/URI.wav (16 kHz mono), URI.rttm, URI.json
+(who plays which role, their channel, their utterances, the enrolment clip), enrol/URI-READER.wav
+and programmes.json (the list, written last). The same seed gives
 byte-identical files on one machine (Opus and the jingle's decoding come from the system's
 GStreamer).
 
@@ -222,6 +225,9 @@ class Script:
             return
         self.events.append(None)
         self.seconds += 4.0 + np.mean(GAP)
+
+    def said(self):
+        return [p for e in self.events if e for p in e[1]]
 
     def people(self):
         """Everyone who speaks, in order of their first turn."""
@@ -480,7 +486,8 @@ def build_programme(folder, uri, fmt, script, tmp):
         ref.write_rttm(f)
     manifest = {"uri": uri, "format": fmt, "wav": f"{uri}.wav", "rttm": f"{uri}.rttm",
                 "seconds": round(len(y) / RATE, 3),
-                "speech seconds": round(ref.get_timeline().duration(), 3),
+                "reference seconds": round(ref.get_timeline().duration(), 3),
+                "speech seconds": round(sum(p.seconds for p in script.said()), 3),
                 "people": [describe(p, script, folder, uri) for p in script.people()],
                 "jingles": jingles, "music": MUSIC["file"]}
     (folder / f"{uri}.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -488,12 +495,12 @@ def build_programme(folder, uri, fmt, script, tmp):
 
 
 def build_split(folder, k, readers_of, seed, per_format):
-    """The split's programmes: one-utterance readers drawn in a seeded order, each once; the
-    chapter readers in a seeded order per format, turned by one for each programme (so that
-    each programme of a format has another anchor or host)."""
+    """The split's programmes (one-utterance readers drawn in a seeded order, each once; the
+    chapter readers in a seeded order per format, turned by one for each programme, so that
+    each programme of a format has another anchor or host), and how much they hold."""
     (folder / "enrol").mkdir(parents=True, exist_ok=True)
     one = shuffled(readers_of["one"], np.random.default_rng([seed, 1, k]))
-    chapter, uris = readers_of["chapter"], []
+    chapter, uris, manifests, said = readers_of["chapter"], [], [], set()
     with tempfile.TemporaryDirectory() as tmp:
         for f, (fmt, make) in enumerate(FORMATS.items()):
             order = np.random.default_rng([seed, 2, k, f]).permutation(len(chapter))
@@ -501,8 +508,15 @@ def build_split(folder, k, readers_of, seed, per_format):
                 turned = [chapter[order[(i + j) % len(chapter)]] for j in range(len(chapter))]
                 script = make(np.random.default_rng([seed, 3, k, f, i]), turned, one)
                 uris.append(f"{folder.name}-{fmt}-{i + 1}")
-                build_programme(folder, uris[-1], fmt, script, tmp)
+                manifests.append(build_programme(folder, uris[-1], fmt, script, tmp))
+                said |= set(script.said())
     (folder / "programmes.json").write_text(json.dumps(uris, indent=1) + "\n")
+    total = lambda key: round(sum(m[key] for m in manifests), 1)
+    return {"count": len(uris), "seconds": total("seconds"),
+            "reference seconds": total("reference seconds"),
+            "speech seconds": total("speech seconds"),
+            "distinct speech seconds": round(sum(p.seconds for p in said), 1),
+            "people": len({p["reader"] for m in manifests for p in m["people"]})}
 
 
 SOURCE = """Programmes built by scripts/programmes.py (seed {seed}) from:
@@ -527,13 +541,13 @@ def build(out=OUT, seed=1, per_format=3):
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pool = split_readers(readers(), seed)
-    for k, name in enumerate(pool):
-        build_split(out / name, k, pool[name], seed, per_format)
-    (out / "SOURCE.txt").write_text(SOURCE.format(seed=seed, **MUSIC))
-    shutil.copyfile(DATA / "LICENSE_LibriSpeech.TXT", out / "LICENSE_LibriSpeech.TXT")
     splits = {name: {kind: {"readers": [r.id for r in rs], "speech seconds":
                             round(sum(speech_seconds(r.utterances) for r in rs), 1)}
                      for kind, rs in p.items()} for name, p in pool.items()}
+    for k, name in enumerate(pool):
+        splits[name]["programmes"] = build_split(out / name, k, pool[name], seed, per_format)
+    (out / "SOURCE.txt").write_text(SOURCE.format(seed=seed, **MUSIC))
+    shutil.copyfile(DATA / "LICENSE_LibriSpeech.TXT", out / "LICENSE_LibriSpeech.TXT")
     (out / "splits.json").write_text(json.dumps({"seed": seed, **splits}, indent=1) + "\n")
 
 
