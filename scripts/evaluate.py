@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Speaker-change accuracy on the annotated recordings of ../shared/data/pyannote-debug.
+"""Speaker-change accuracy on the annotated recordings of ../shared/data/pyannote-debug and on
+broadcast-like programmes built from ../shared/data/librispeech.
 
 Runs `speakerseg changes` (the same streaming logic as the speakerchange element: 10 s windows
 every --step, frames final --latency behind the newest audio) on every recording, and scores the
@@ -14,8 +15,8 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
   missed, FA         each whole recording; the parts as fractions of all reference speech. The
                      announced timeline has one speaker at a time, so overlapped speech counts as
                      missed for everyone but the current speaker.
-
   labels / people    how many labels the announced timeline uses, and how many people speak
+                     (each summed over a set's recordings)
   anchor recall, FA  where people are enrolled (the programmes' anchors and hosts, `reidentify`
                      on): the share of an enrolled person's reference speech announced with their
                      name, and the share of everyone else's speech announced with it
