@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Speaker-change accuracy on the annotated recordings of ../shared/data/pyannote-debug.
+"""Speaker-change accuracy on the annotated recordings of ../shared/data/pyannote-debug and on
+broadcast-like programmes built from ../shared/data/librispeech.
 
 Runs `speakerseg changes` (the same streaming logic as the speakerchange element: 10 s windows
 every --step, frames final --latency behind the newest audio) on every recording, and scores the
@@ -14,17 +15,28 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
   missed, FA         each whole recording; the parts as fractions of all reference speech. The
                      announced timeline has one speaker at a time, so overlapped speech counts as
                      missed for everyone but the current speaker.
+  labels / people    how many labels the announced timeline uses, and how many people speak
+                     (each summed over a set's recordings)
+  anchor recall, FA  where people are enrolled (the programmes' anchors and hosts, `reidentify`
+                     on): the share of an enrolled person's reference speech announced with their
+                     name, and the share of everyone else's speech announced with it
 
-Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)). Besides
-the 30 s recordings, the *-concat sets join them into recordings where the same people come back
-after other meetings or silence (AMI speaker names are global, so the joined annotation says who
-returns): train-concat and train-concat-more to tune on, development-concat to report.
+Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)); with
+--per-recording each recording gets its own row too, from its own components. Besides the 30 s
+recordings, the *-concat sets join them into recordings where the same people come back after
+other meetings or silence (AMI speaker names are global, so the joined annotation says who
+returns): train-concat and train-concat-more to tune on, development-concat to report. The
+programmes-* sets are the broadcast-like programmes of scripts/programmes.py (built into
+--programmes if missing): programmes-train to tune on, programmes-development to report; with
+`reidentify` on, each programme's anchors or hosts are enrolled from their enrolment clips
+(`speakerseg enroll`) and the run gets the voiceprints.
 
   .venv/bin/python3 scripts/evaluate.py [--sets train development sample train-concat
-                                         train-concat-more development-concat newcomer]
+                                         train-concat-more development-concat newcomer
+                                         programmes-train programmes-development]
                                         [--latency 1 2 5 offline]
                                         [--reidentify off on] [--voice-threshold X]
-                                        [--precision fp32 bf16]
+                                        [--precision fp32 bf16] [--per-recording]
                                         [--step 1] [--min-speech S] [--min-silence S] [--onset X]
 """
 import argparse
@@ -42,9 +54,12 @@ from pyannote.metrics.segmentation import (SegmentationCoverage, SegmentationPre
                                            SegmentationPurity, SegmentationRecall)
 from scipy.io import wavfile
 
+import programmes
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 SETS = {"train": "train", "development": "development", "sample": "sample"}
+PROGRAMMES = {"programmes-train": "train", "programmes-development": "development"}
 RATE = 16000
 # Recordings joined end to end ("silence:S" is S seconds of digital silence). Within each, people
 # of the first part come back after others or after silence.
@@ -101,23 +116,53 @@ def build_concat(parts, uri, folder, refs):
     return wav, ref, offset
 
 
-def recordings(set_name, folder):
-    """(wav, reference, uem) of every recording of a set."""
+def programme_recordings(folder):
+    """The programmes of one split, built first if they are not there."""
+    if not (folder / "programmes.json").exists():
+        print(f"evaluate: building the programmes into {folder.parent}", file=sys.stderr)
+        programmes.build(folder.parent)
+    for uri in json.loads((folder / "programmes.json").read_text()):
+        manifest = json.loads((folder / f"{uri}.json").read_text())
+        enrolled = [(p["reader"], folder / p["enrolment"]["wav"]) for p in manifest["people"]
+                    if p["enrolment"]]
+        uem = Timeline([Segment(0, manifest["seconds"])], uri=uri)
+        ref = load_rttm(str(folder / manifest["rttm"]))[uri]
+        yield folder / manifest["wav"], ref, uem, enrolled
+
+
+def recordings(args, set_name, folder):
+    """(wav, reference, uem, enrolled) of every recording of a set; enrolled: (name, clip) of
+    each person to enrol."""
+    if set_name in PROGRAMMES:
+        yield from programme_recordings(pathlib.Path(args.programmes) / PROGRAMMES[set_name])
+        return
     if set_name in CONCATS:
         refs = all_references()
         for uri, parts in CONCATS[set_name].items():
             wav, ref, duration = build_concat(parts, uri, folder, refs)
             uem = Timeline([Segment(0, duration)], uri=uri)
-            yield wav, ref, uem
+            yield wav, ref, uem, []
         return
     refs = load_rttm(str(DATA / f"{SETS[set_name]}.rttm"))
     uem_file = DATA / f"{SETS[set_name]}.uem"
     uems = load_uem(str(uem_file)) if uem_file.exists() else {}
     for uri in sorted(refs):
-        yield DATA / f"{uri}.wav", refs[uri], uems.get(uri)
+        yield DATA / f"{uri}.wav", refs[uri], uems.get(uri), []
 
 
-def run_changes(args, wav, latency, reidentify, precision, tmp):
+def enrol(args, enrolled, uri, tmp):
+    """A voiceprints file with each (name, clip) enrolled, or None when nobody is."""
+    if not enrolled:
+        return None
+    prints = pathlib.Path(tmp) / f"{uri}.voiceprints.json"
+    for name, clip in enrolled:
+        subprocess.run([str(args.speakerseg), "enroll", "--model", args.model, "--name", name,
+                        "--input", str(clip), "--voiceprints", str(prints)],
+                       check=True, capture_output=True)
+    return prints
+
+
+def run_changes(args, wav, latency, reidentify, precision, tmp, voiceprints):
     rttm = pathlib.Path(tmp) / (wav.stem + ".rttm")
     cmd = [str(args.speakerseg), "changes", "--model", args.model, "--input", str(wav), "--rttm", str(rttm),
            "--step", str(args.step), "--threads", str(args.threads)]
@@ -128,7 +173,7 @@ def run_changes(args, wav, latency, reidentify, precision, tmp):
         if getattr(args, opt) is not None:
             cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     if reidentify == "on":
-        cmd += ["--reidentify"]
+        cmd += ["--reidentify"] + (["--voiceprints", str(voiceprints)] if voiceprints else [])
         for opt in ("voice_threshold", "keep_threshold", "split_threshold", "evidence_seconds",
                     "candidate_seconds",
                     "decision_seconds", "clean_others", "young_merge_margin", "max_speakers"):
@@ -143,6 +188,45 @@ def run_changes(args, wav, latency, reidentify, precision, tmp):
     return hyp, changes, cmd
 
 
+def named_seconds(ref, hyp, name):
+    """Seconds of the named person's reference speech, of everyone else's, and of each announced
+    with the name."""
+    said = hyp.label_timeline(name).support()
+    own = ref.label_timeline(name).support()
+    others = Timeline([s for s, _, who in ref.itertracks(yield_label=True) if who != name])
+    others = others.support().extrude(own)
+    named = lambda t: t.crop(said, mode="intersection").duration()
+    return {"own": own.duration(), "own named": named(own),
+            "others": others.duration(), "others named": named(others)}
+
+
+def delays_of(changes):
+    """Announcement delays of the changes announced before the end of the file (at the end the
+    rest is finalised at once)."""
+    end = max((c["time"] + c["delay"] for c in changes), default=0)
+    return [c["delay"] for c in changes if c["time"] + c["delay"] < end - 0.01]
+
+
+def figures(metrics, parts, extra):
+    """One row: the metrics' values from their components (one recording's or the set's
+    accumulated ones) and the counts in extra."""
+    v = {name: m.compute_metric(parts[name]) for name, m in metrics.items()}
+    der, delays = parts["der"], extra["delays"]
+    f1 = lambda p, r: 2 * p * r / (p + r) if p + r > 0 else 0.0
+    share = lambda a, b: extra[a] / extra[b] if extra["enrolled"] and extra[b] else float("nan")
+    return {
+        "DER": v["der"], "confusion": der["confusion"] / der["total"],
+        "missed": der["missed detection"] / der["total"], "FA": der["false alarm"] / der["total"],
+        "seconds": extra["seconds"], "purity": v["purity"], "coverage": v["coverage"],
+        "P@0.25": v["p25"], "R@0.25": v["r25"], "F1@0.25": f1(v["p25"], v["r25"]),
+        "P@0.5": v["p50"], "R@0.5": v["r50"], "F1@0.5": f1(v["p50"], v["r50"]),
+        "delay mean": float(np.mean(delays)) if delays else float("nan"),
+        "delay p95": float(np.percentile(delays, 95)) if delays else float("nan"),
+        "changes": len(delays), "labels": extra["labels"], "people": extra["people"],
+        "anchor recall": share("own named", "own"), "anchor FA": share("others named", "others"),
+    }
+
+
 def evaluate(args, set_name, latency, reidentify, precision="fp32"):
     metrics = {
         "purity": SegmentationPurity(tolerance=0.5),
@@ -151,42 +235,38 @@ def evaluate(args, set_name, latency, reidentify, precision="fp32"):
         "p50": SegmentationPrecision(tolerance=0.5), "r50": SegmentationRecall(tolerance=0.5),
         "der": DiarizationErrorRate(collar=0.0, skip_overlap=False),
     }
-    delays, seconds, per_recording = [], 0.0, []
+    extras = []
     with tempfile.TemporaryDirectory() as tmp:
-        for wav, ref, uem in recordings(set_name, tmp):
-            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, precision, tmp)
+        for wav, ref, uem, enrolled in recordings(args, set_name, tmp):
+            prints = enrol(args, enrolled, wav.stem, tmp) if reidentify == "on" else None
+            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, precision, tmp, prints)
             for name, m in metrics.items():
-                if name == "der":
-                    d = m(ref, hyp, uem=uem, detailed=True)
-                    per_recording.append((wav.stem, d["diarization error rate"]))
-                elif name in ("purity", "coverage"):
+                if name in ("der", "purity", "coverage"):
                     m(ref, hyp, uem=uem)
                 else:
                     m(ref, hyp)
-            seconds += (uem.duration() if uem is not None else ref.get_timeline().extent().end)
-            end = max((c["time"] + c["delay"] for c in changes), default=0)
-            delays += [c["delay"] for c in changes if c["time"] + c["delay"] < end - 0.01]
-    f1 = lambda p, r: 2 * p * r / (p + r) if p + r > 0 else 0.0
-    v = {k: abs(m) for k, m in metrics.items()}
-    der, speech = metrics["der"], metrics["der"]["total"]
-    return {
-        "set": set_name, "latency": latency, "reidentify": reidentify,
-        "DER": v["der"], "confusion": der["confusion"] / speech, "missed": der["missed detection"] / speech,
-        "FA": der["false alarm"] / speech, "seconds": seconds,
-        "per recording": {uri: round(x, 4) for uri, x in per_recording},
-        "purity": v["purity"], "coverage": v["coverage"],
-        "P@0.25": v["p25"], "R@0.25": v["r25"], "F1@0.25": f1(v["p25"], v["r25"]),
-        "P@0.5": v["p50"], "R@0.5": v["r50"], "F1@0.5": f1(v["p50"], v["r50"]),
-        "delay mean": float(np.mean(delays)) if delays else float("nan"),
-        "delay p95": float(np.percentile(delays, 95)) if delays else float("nan"),
-        "changes": len(delays),
-    }
+            seconds = uem.duration() if uem is not None else ref.get_timeline().extent().end
+            extra = {"seconds": seconds,
+                     "delays": delays_of(changes), "labels": len(hyp.labels()),
+                     "people": len(ref.labels()), "enrolled": len(enrolled) if prints else 0,
+                     "own": 0.0, "own named": 0.0, "others": 0.0, "others named": 0.0}
+            for name, _ in (enrolled if prints else []):
+                for k, x in named_seconds(ref, hyp, name).items():
+                    extra[k] += x
+            extras.append(extra)
+    pooled = {k: sum((e[k] for e in extras[1:]), extras[0][k]) for k in extras[0]}
+    row = figures(metrics, {name: m[:] for name, m in metrics.items()}, pooled)
+    row.update({"set": set_name, "latency": latency, "reidentify": reidentify})
+    row["per recording"] = {
+        uri: figures(metrics, {name: m.results_[i][1] for name, m in metrics.items()}, extras[i])
+        for i, (uri, _) in enumerate(metrics["der"].results_)}
+    return row
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", nargs="+", default=["train", "development", "sample"],
-                    choices=list(SETS) + list(CONCATS))
+                    choices=list(SETS) + list(CONCATS) + list(PROGRAMMES))
     ap.add_argument("--latency", nargs="+", default=["1", "2", "5", "offline"])
     ap.add_argument("--reidentify", nargs="+", default=["off"], choices=["off", "on"],
                     help="identity by voice off and/or on (each a row)")
@@ -206,11 +286,15 @@ def main():
                     help="the CPU engines' LSTM precision (bf16: an exploration; each a row)")
     ap.add_argument("--model", default=str(ROOT / "models" / "segmentation-3.0.onnx"))
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
+    ap.add_argument("--programmes", default=str(programmes.OUT),
+                    help="where the programmes are (built there with the default seed if missing)")
+    ap.add_argument("--per-recording", action="store_true",
+                    help="a row per recording under each set's row")
     ap.add_argument("--json", action="store_true", help="one JSON object per row instead of a table")
     args = ap.parse_args()
 
     cols = ["DER", "confusion", "missed", "FA", "purity", "coverage", "F1@0.25", "F1@0.5",
-            "delay mean", "delay p95"]
+            "delay mean", "delay p95", "labels", "anchor recall", "anchor FA"]
     if not args.json:
         print(f"# command: .venv/bin/python3 scripts/evaluate.py {' '.join(sys.argv[1:])}\n")
         print("| set | latency | voice | precision | " + " | ".join(cols) + " | audio |")
@@ -225,10 +309,22 @@ def main():
                         print(json.dumps(row), flush=True)
                         continue
                     lat = "offline" if latency == "offline" else f"{float(latency):g} s"
-                    cells = [f"{row[c]:.3f}" if not c.startswith("delay") else
-                             ("—" if np.isnan(row[c]) else f"{row[c]:.2f} s") for c in cols]
-                    print(f"| {set_name} | {lat} | {reidentify} | {precision} | " + " | ".join(cells) +
-                          f" | {row['seconds']:.0f} s |", flush=True)
+                    rows = [(set_name, row)]
+                    if args.per_recording:
+                        rows += [(f"{set_name}: {uri}", r)
+                                 for uri, r in row["per recording"].items()]
+                    for name, r in rows:
+                        print(f"| {name} | {lat} | {reidentify} | {precision} | " +
+                              " | ".join(cell(r, c) for c in cols) + f" | {r['seconds']:.0f} s |",
+                              flush=True)
+
+
+def cell(row, col):
+    if col == "labels":
+        return f"{row['labels']} / {row['people']}"
+    if np.isnan(row[col]):
+        return "—"
+    return f"{row[col]:.2f} s" if col.startswith("delay") else f"{row[col]:.3f}"
 
 
 if __name__ == "__main__":

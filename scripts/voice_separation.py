@@ -51,9 +51,10 @@ def pieces(rttm, seconds):
                     t = u
 
 
-def embed(speakerseg, rec, _who, t, u, tmp):
+def embed(speakerseg, wav, t, u, tmp):
+    """The stream's utterance embedding of wav's [t, u)."""
     out = pathlib.Path(tmp) / "e.npy"
-    subprocess.run([speakerseg, "voiceprint", "--input", str(DATA / f"{rec}.wav"),
+    subprocess.run([speakerseg, "voiceprint", "--input", str(wav),
                     "--start", f"{t:.3f}", "--end", f"{u:.3f}", "--output", str(out)],
                    check=True, capture_output=True)
     return np.load(out).reshape(-1)
@@ -171,7 +172,8 @@ def main():
         for name, rttm in SETS.items():
             rows[name] = list(pieces(DATA / rttm, args.seconds))
             print(f"{name}: embedding {len(rows[name])} pieces", file=sys.stderr)
-            embs[name] = np.array([embed(args.speakerseg, *r, tmp) for r in rows[name]])
+            embs[name] = np.array([embed(args.speakerseg, DATA / f"{rec}.wav", t, u, tmp)
+                                   for rec, _, t, u in rows[name]])
     centre = embs["train"].mean(axis=0)
     result = {}
     for name in SETS:
