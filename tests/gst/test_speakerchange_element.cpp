@@ -1275,9 +1275,10 @@ TEST(SpeakerChangeElement, ReidentifyIsOnWhereTheVoiceModelIs) {
   gst_object_unref(e);
 }
 
-TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
-  REQUIRE_SAMPLE();
-  // Two turns of sample.wav, one per speaker, alone (sample.rttm), enrolled as Alice and Bob.
+// Two turns of sample.wav, one per speaker, alone (sample.rttm), enrolled as Alice and Bob with the
+// CPU voice encoder: the voiceprints file's path. Needs sample.wav (REQUIRE_SAMPLE).
+std::string alice_and_bob_voiceprints() {
+  const std::vector<float>& sample = *sample_audio();
   auto voice = speakerseg::make_cpu_voice_encoder(
       speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
   const speakerseg::MelSpectrogram mel;
@@ -1290,6 +1291,12 @@ TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
                   to - from);
   const std::string path = speakerseg::test::scratch().path() + "/sample-voiceprints.json";
   prints.save(path);
+  return path;
+}
+
+TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
+  REQUIRE_SAMPLE();
+  const std::string path = alice_and_bob_voiceprints();
 
   ElementRun run([&](GstElement* e) {
     g_object_set(e, "reidentify", TRUE, "voiceprints", path.c_str(), nullptr);
@@ -1342,18 +1349,7 @@ TEST(SpeakerChangeElement, RemoteEngineFindsWhatTheCpuEngineFinds) {
 // The model file is not needed where the server runs it; the voices go to the server too.
 TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers) {
   REQUIRE_SAMPLE();
-  auto voice = speakerseg::make_cpu_voice_encoder(
-      speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
-  const speakerseg::MelSpectrogram mel;
-  speakerseg::Voiceprints prints;
-  for (const auto& [name, from, to] :
-       {std::tuple<const char*, double, double>{"Alice", 10.6, 14.4}, {"Bob", 22.0, 27.8}})
-    prints.enroll(name,
-                  speakerseg::utterance_embedding(*voice, mel, &sample[samples(from)],
-                                                  static_cast<int64_t>(samples(to - from))),
-                  to - from);
-  const std::string path = speakerseg::test::scratch().path() + "/remote-voiceprints.json";
-  prints.save(path);
+  const std::string path = alice_and_bob_voiceprints();
   ElementRun run([&](GstElement* e) {
     remote(e);
     g_object_set(e, "model", "/nonexistent/segmentation-3.0.onnx", "voice-model",
