@@ -19,6 +19,14 @@ class EngineError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A request the engine could not serve now but may later: a server lost or too slow to answer
+// within its deadline. The scheduler retries and, past its bound, drops the windows instead of
+// failing the stream (SharedScheduler).
+class EngineUnavailable : public EngineError {
+ public:
+  using EngineError::EngineError;
+};
+
 class SegmentationEngine {
  public:
   virtual ~SegmentationEngine() = default;

@@ -20,7 +20,8 @@ std::unique_ptr<SharedSegmenterChannel> make_async_segmenter(
     const AsyncSegmenterOptions& options, std::unique_ptr<VoiceEncoder> voice,
     std::shared_ptr<const Voiceprints> enrolled) {
   return std::make_unique<SharedSegmenterChannel>(
-      std::make_shared<SharedScheduler>(std::move(engine), options.batch_size, std::move(voice)),
+      std::make_shared<SharedScheduler>(std::move(engine), options.batch_size, std::move(voice),
+                                        options.outage_wait),
       settings, channel_options(options), std::move(enrolled));
 }
 

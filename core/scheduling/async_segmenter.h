@@ -22,6 +22,7 @@ struct AsyncSegmenterOptions {
   int batch_size = 1;
   int max_queue = 4;
   bool drop_when_late = false;
+  double outage_wait = SharedScheduler::kDefaultOutageWait;  // SharedScheduler
 };
 
 // The channel holds the only reference to its scheduler, so destroying it stops and joins the

@@ -12,7 +12,8 @@ EnginePool& EnginePool::instance() {
 
 std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch_size,
                                                  const Factory& make,
-                                                 const VoiceFactory& make_voice) {
+                                                 const VoiceFactory& make_voice,
+                                                 double outage_wait) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Entries of released schedulers would otherwise pile up with every new key.
   for (auto it = schedulers_.begin(); it != schedulers_.end();)
@@ -22,8 +23,8 @@ std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch
     if (auto alive = found->second.lock()) return alive;
   auto engine = make();
   if (!engine) throw EngineError("EnginePool: the engine factory gave no engine");
-  auto scheduler = std::make_shared<SharedScheduler>(std::move(engine), batch_size,
-                                                     make_voice ? make_voice() : nullptr);
+  auto scheduler = std::make_shared<SharedScheduler>(
+      std::move(engine), batch_size, make_voice ? make_voice() : nullptr, outage_wait);
   schedulers_[key] = scheduler;
   return scheduler;
 }

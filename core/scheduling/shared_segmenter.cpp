@@ -18,8 +18,12 @@ double seconds(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
-                                 std::unique_ptr<VoiceEncoder> voice)
-    : engine_(std::move(engine)), batch_size_(std::max(1, batch_size)), voice_(std::move(voice)) {
+                                 std::unique_ptr<VoiceEncoder> voice, double outage_wait)
+    : engine_(std::move(engine)),
+      batch_size_(std::max(1, batch_size)),
+      outage_wait_(std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(std::max(0.0, outage_wait)))),
+      voice_(std::move(voice)) {
   worker_ = std::thread([this] { loop(); });
 }
 
@@ -109,18 +113,14 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   }
   lock.unlock();
 
-  std::string failure;
   const int frames = frames_for_samples(static_cast<int64_t>(samples));
-  try {
-    audio_.resize(static_cast<size_t>(n) * samples);
-    logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
-    for (int i = 0; i < n; ++i)
-      std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
-                audio_.begin() + static_cast<size_t>(i) * samples);
-    engine_->forward(audio_.data(), n, static_cast<int>(samples), logprobs_.data());
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
+  audio_.resize(static_cast<size_t>(n) * samples);
+  logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
+  for (int i = 0; i < n; ++i)
+    std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
+              audio_.begin() + static_cast<size_t>(i) * samples);
+  bool unavailable = false;
+  const std::string failure = forward(n, samples, batch.front().submitted, members, &unavailable);
 
   // Stitching needs no lock: each timeline is this thread's while its channel has windows in
   // flight. A channel reset meanwhile only wastes the work; its results are dropped below.
@@ -168,8 +168,15 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
     if (failure.empty() && voice.last_round_partials[m] > 0)
       c.last_voice_batch = voice.last_round_partials[m];
     const std::string& why = failure.empty() ? stitch_failure[m] : failure;
-    if (members[m].second == c.generation) {
+    if (members[m].second == c.generation && unavailable) {
+      c.dropped += mine;
+      c.unanalysed += mine;
+      for (const auto& item : batch)
+        if (item.channel == members[m].first) c.lost(item.job);
+    } else if (members[m].second == c.generation) {
       c.processed += mine;
+      for (const auto& item : batch)
+        if (item.channel == members[m].first) c.analysed(item.job);
       if (!why.empty() && c.error.empty()) {
         c.error = why;
         c.queue.clear();  // the channel takes no more windows: free them now
@@ -177,6 +184,34 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
       for (auto& change : changes[m]) c.ready.push_back(std::move(change));
     }
     c.wake_host.notify_all();
+  }
+}
+
+std::string SharedScheduler::forward(
+    int n, size_t samples, Clock::time_point oldest,
+    const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members, bool* unavailable) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    try {
+      engine_->forward(audio_.data(), n, static_cast<int>(samples), logprobs_.data());
+      std::lock_guard<std::mutex> lock(mutex_);
+      outage_.clear();
+      return "";
+    } catch (const EngineUnavailable& e) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      outage_ = e.what();
+      const bool wanted = std::any_of(members.begin(), members.end(), [](const auto& m) {
+        return m.second == m.first->generation;
+      });
+      if (stop_ || !wanted || Clock::now() - oldest >= outage_wait_) {
+        *unavailable = true;
+        return e.what();
+      }
+      wake_worker_.wait_for(lock, backoff, [&] { return stop_; });
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
   }
 }
 
@@ -313,8 +348,10 @@ void SharedSegmenterChannel::submit(WindowJob job) {
   }
   if (c.drop_when_late) {
     while (static_cast<int>(c.queue.size()) >= c.max_queue) {
+      c.lost(c.queue.front().job);
       c.queue.pop_front();
       ++c.dropped;
+      if (!s.outage_.empty()) ++c.unanalysed;  // late because the engine is away
     }
   } else if (static_cast<int>(c.queue.size()) >= c.max_queue) {
     // Back-pressure: the worker must not hold a full queue back for a fuller batch.
@@ -380,6 +417,9 @@ void SharedSegmenterChannel::reset() {
   c.wake_host.wait(lock, [&] { return c.in_flight == 0; });
   c.timeline.reset();
   c.ready.clear();
+  // A new stretch: what the last one left uncovered stays counted.
+  c.uncovered = c.uncovered_samples();
+  c.covered_until = c.lost_until = SharedScheduler::Channel::kNowhere;
   c.wake_host.notify_all();  // a submit blocked on a full queue
 }
 
@@ -391,6 +431,41 @@ std::string SharedSegmenterChannel::error() const {
 uint64_t SharedSegmenterChannel::dropped_windows() const {
   std::lock_guard<std::mutex> lock(scheduler_->mutex_);
   return channel_->dropped;
+}
+
+void SharedScheduler::Channel::analysed(const WindowJob& job) {
+  if (covered_until == kNowhere) covered_until = std::max<int64_t>(job.start, 0);
+  uncovered += std::max<int64_t>(0, job.start - covered_until);
+  covered_until = std::max(covered_until, job.end);
+}
+
+void SharedScheduler::Channel::lost(const WindowJob& job) {
+  if (covered_until == kNowhere) covered_until = std::max<int64_t>(job.start, 0);
+  lost_until = std::max(lost_until, job.end);
+}
+
+int64_t SharedScheduler::Channel::uncovered_samples() const {
+  return uncovered +
+         (lost_until == kNowhere ? 0 : std::max<int64_t>(0, lost_until - covered_until));
+}
+
+std::string SharedScheduler::outage() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return outage_;
+}
+
+std::string SharedSegmenterChannel::outage() const {
+  return scheduler_->outage();
+}
+
+uint64_t SharedSegmenterChannel::unanalysed_windows() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return channel_->unanalysed;
+}
+
+double SharedSegmenterChannel::unanalysed_seconds() const {
+  std::lock_guard<std::mutex> lock(scheduler_->mutex_);
+  return static_cast<double>(channel_->uncovered_samples()) / kSampleRate;
 }
 
 uint64_t SharedSegmenterChannel::processed_windows() const {

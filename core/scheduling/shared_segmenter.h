@@ -15,6 +15,12 @@
 //
 // Fairness: a batch takes the oldest waiting windows across all channels, so a busy channel cannot
 // starve a quiet one; back-pressure and dropping (`drop_when_late`) are per channel.
+//
+// An engine that is unavailable for a while (EngineUnavailable: a remote server lost, a deadline
+// missed) does not fail the channels: the batch is retried with backoff (0.1 s, doubling to 2 s)
+// while its oldest window is younger than `outage_wait`; past that its windows are dropped and
+// counted per channel as unanalysed, and the next batch tries again. outage() says why while it
+// lasts; the first batch the engine answers ends it.
 #pragma once
 
 #include <chrono>
@@ -38,8 +44,11 @@ class SharedScheduler {
  public:
   // `voice`: the voice encoder for channels with identity by voice (none: such channels are
   // refused); it runs on the worker, and on a host finishing its channel, never on both at once.
+  // `outage_wait`: seconds a window may wait for an unavailable engine before it is dropped.
   SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
-                  std::unique_ptr<VoiceEncoder> voice = nullptr);
+                  std::unique_ptr<VoiceEncoder> voice = nullptr,
+                  double outage_wait = kDefaultOutageWait);
+  static constexpr double kDefaultOutageWait = 10;
   ~SharedScheduler();
   SharedScheduler(const SharedScheduler&) = delete;
   SharedScheduler& operator=(const SharedScheduler&) = delete;
@@ -60,6 +69,8 @@ class SharedScheduler {
   uint64_t voice_calls() const;
   uint64_t voice_utterances() const;
   int max_voice_batch() const;
+  // Why the engine is unavailable now ("" while it answers).
+  std::string outage() const;
 
  private:
   friend class SharedSegmenterChannel;
@@ -89,6 +100,15 @@ class SharedScheduler {
     Clock::time_point in_flight_since;
     uint64_t generation = 0;  // bumped by reset(): results of older windows are discarded
     uint64_t dropped = 0, processed = 0;
+    uint64_t unanalysed = 0;  // of `dropped`: windows the engine was unavailable for
+    // Stream time no analysed window covered (windows run in stream order): `uncovered` samples
+    // between analysed windows so far, and the dropped windows' audio past the last analysed one
+    // (lost_until). kNowhere before the first window of a stretch (reset() starts one).
+    static constexpr int64_t kNowhere = INT64_MIN;
+    int64_t covered_until = kNowhere, lost_until = kNowhere, uncovered = 0;
+    void analysed(const WindowJob& job);
+    void lost(const WindowJob& job);
+    int64_t uncovered_samples() const;
     int last_batch = 0, last_shared_batch = 0;
     uint64_t voice_embeddings = 0;  // the timeline's count, copied where the host may read it
     int last_voice_batch = 0;
@@ -116,12 +136,20 @@ class SharedScheduler {
 
   void loop();
   void run_batch(std::unique_lock<std::mutex>& lock);
+  // Runs the engine on the batch in audio_, retrying while it is unavailable and the batch may
+  // wait (its oldest window younger than outage_wait_, some member not reset meanwhile). Returns
+  // "" or why it failed; `unavailable` says whether that was an outage. Called without the lock.
+  std::string forward(int n, size_t samples, Clock::time_point oldest,
+                      const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members,
+                      bool* unavailable);
   // Stitches each channel's windows into its timeline. Timelines that wait for a voice embedding
   // wait together: each round embeds what all of them ask for in one encoder call.
   VoiceRound stitch(const std::vector<ChannelWindows>& work, int frames);
 
   std::unique_ptr<SegmentationEngine> engine_;
   const int batch_size_;
+  const Clock::duration outage_wait_;
+  std::string outage_;  // guarded by mutex_
   std::unique_ptr<VoiceEncoder> voice_;
   std::mutex voice_mutex_;  // held while a timeline runs voice_ (stitching, finish)
 
@@ -172,6 +200,9 @@ class SharedSegmenterChannel final : public WindowSegmenter {
   // channel takes no more windows after it, the other channels carry on.
   std::string error() const override;
   uint64_t dropped_windows() const override;
+  std::string outage() const override;
+  uint64_t unanalysed_windows() const override;
+  double unanalysed_seconds() const override;
   uint64_t processed_windows() const;
   size_t queue_depth() const override;
   int last_batch_size() const override;

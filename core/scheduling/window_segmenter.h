@@ -31,6 +31,13 @@ class WindowSegmenter {
   // The first inference error, if any ("" otherwise); no more windows are taken after it.
   virtual std::string error() const = 0;
   virtual uint64_t dropped_windows() const = 0;
+  // While the engine is unavailable (a remote server lost), why ("" otherwise); windows it could
+  // not analyse in time are dropped, not failed: how many of the dropped ones that was.
+  virtual std::string outage() const = 0;
+  virtual uint64_t unanalysed_windows() const = 0;
+  // Seconds of stream time, since the first window, that no analysed window covered (dropped
+  // windows' audio that their analysed neighbours did not cover either), whatever the cause.
+  virtual double unanalysed_seconds() const = 0;
   virtual size_t queue_depth() const = 0;
   // Windows of this stream in the last forward call that ran any, and that call's size counting
   // every stream's windows (the same without a shared engine).

@@ -298,6 +298,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
         (use_remote ? "voice=" + p.remote_voice_model +
                           ";deadline-ms=" + std::to_string(p.remote_deadline_ms) + ";"
                     : std::string()) +
+        "outage-wait=" + std::to_string(p.outage_wait) + ";" +
         "threads=" + std::to_string(p.threads) +
         ";precision=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_PRECISION, p.precision) +
         ";lstm-algorithm=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
@@ -312,7 +313,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
             if (!engine) throw EngineNotCreated();  // `reports` says why
             return engine;
           },
-          p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr);
+          p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr, p.outage_wait);
     } catch (const EngineNotCreated&) {
     } catch (const std::exception& e) {
       const std::string what = e.what();

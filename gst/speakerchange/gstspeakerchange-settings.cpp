@@ -23,6 +23,7 @@ enum {
   PROP_REMOTE_MODEL,
   PROP_REMOTE_VOICE_MODEL,
   PROP_REMOTE_DEADLINE,
+  PROP_OUTAGE_WAIT,
   PROP_LSTM_ALGORITHM,
   PROP_CUDA_GRAPHS,
   PROP_BATCH_SIZE,
@@ -240,6 +241,23 @@ void install_properties(GObjectClass* gobject_class) {
                        "Milliseconds to wait for the server's answer to one request "
                        "(engine=remote)",
                        1, 600000, 10000, kReadyFlags));
+  /**
+   * GstSpeakerChange:outage-wait:
+   *
+   * Seconds a window waits for an engine that cannot answer for now (engine=remote: the server
+   * lost, overloaded or past #GstSpeakerChange:remote-deadline) before it is dropped unanalysed.
+   * The element then carries on: the audio passes untouched, a warning says why, and
+   * `speaker-change-unanalysed` messages say how much stream time went unanalysed; analysis
+   * resumes by itself when the engine answers again. Longer waits lose less of a short outage and
+   * delay announcements more.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_OUTAGE_WAIT,
+      g_param_spec_double("outage-wait", "Outage wait",
+                          "Seconds a window waits for an unavailable engine (engine=remote: the "
+                          "server lost) before it goes unanalysed",
+                          0.0, 3600.0, speakerseg::SharedScheduler::kDefaultOutageWait,
+                          kReadyFlags));
   /**
    * GstSpeakerChange:lstm-algorithm:
    *
@@ -477,6 +495,9 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_REMOTE_DEADLINE:
       p.remote_deadline_ms = g_value_get_int(value);
       break;
+    case PROP_OUTAGE_WAIT:
+      p.outage_wait = g_value_get_double(value);
+      break;
     case PROP_MODE:
       p.mode = static_cast<GstSpeakerChangeMode>(g_value_get_enum(value));
       break;
@@ -632,6 +653,9 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_REMOTE_DEADLINE:
       g_value_set_int(value, p.remote_deadline_ms);
+      break;
+    case PROP_OUTAGE_WAIT:
+      g_value_set_double(value, p.outage_wait);
       break;
     case PROP_VOICEPRINTS:
       g_value_set_string(value, p.voiceprints.c_str());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gstspeakerchange.h"
+#include "scheduling/shared_segmenter.h"
 #include "streaming/stall_watch.h"
 #include "streaming/stream_settings.h"
 
@@ -56,6 +57,7 @@ struct Settings {
   std::string remote_model = "segmentation-3.0";
   std::string remote_voice_model = "voice-encoder-ge2e";
   int remote_deadline_ms = 10000;
+  double outage_wait = speakerseg::SharedScheduler::kDefaultOutageWait;
   GstSpeakerChangeLstmAlgorithm lstm_algorithm = GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO;
   bool cuda_graphs = true;
   int batch_size = kDefaultBatchSize;

@@ -83,12 +83,42 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
   gst_structure_free(st);
 }
 
+// An engine that is away (engine=remote: the server lost or too slow) costs windows, not the
+// stream: a warning when it goes, a speaker-change-unanalysed message whenever the stream time no
+// analysed window covered grows, and one when the engine answers again.
+void report_outage(GstSpeakerChange* self) {
+  Stream* s = self->stream;
+  const std::string outage = s->segmenter->outage();
+  const double unanalysed = s->segmenter->unanalysed_seconds();
+  const bool began = !outage.empty() && s->outage_reported.empty();
+  const bool ended = outage.empty() && !s->outage_reported.empty();
+  if (began)
+    GST_ELEMENT_WARNING(self, RESOURCE, READ,
+                        ("The inference engine is unavailable: %s", outage.c_str()),
+                        ("audio passes on; windows wait for the engine up to outage-wait=%g s, "
+                         "then go unanalysed (speaker-change-unanalysed messages say how much)",
+                         s->outage_wait));
+  if (ended) GST_INFO_OBJECT(self, "the inference engine answers again");
+  if (!outage.empty()) s->outage_reported = outage;
+  if (unanalysed == s->unanalysed_reported && !ended) return;
+  s->unanalysed_reported = unanalysed;
+  GstStructure* st = gst_structure_new(
+      "speaker-change-unanalysed", "unanalysed-seconds", G_TYPE_DOUBLE, unanalysed,
+      "unanalysed-windows", G_TYPE_UINT64, static_cast<guint64>(s->segmenter->unanalysed_windows()),
+      "engine-available", G_TYPE_BOOLEAN, outage.empty(), "reason", G_TYPE_STRING,
+      s->outage_reported.c_str(), nullptr);
+  if (ended) s->outage_reported.clear();
+  GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
+}
+
 // Sends every change the worker has ready; reports a failed worker.
 GstFlowReturn emit_ready(GstSpeakerChange* self, GstClockTime stall_delay = 0) {
   Stream* s = self->stream;
   if (!s->segmenter) return GST_FLOW_OK;
   for (const auto& c : s->segmenter->take_changes()) emit_change(self, c, stall_delay);
-  const uint64_t dropped = s->segmenter->dropped_windows();
+  // Windows dropped because the engine was away are the outage's, reported below.
+  const uint64_t dropped = s->segmenter->dropped_windows() - s->segmenter->unanalysed_windows();
   if (dropped != s->dropped_reported) {
     GST_WARNING_OBJECT(self,
                        "inference is slower than real time: %" G_GUINT64_FORMAT
@@ -96,6 +126,7 @@ GstFlowReturn emit_ready(GstSpeakerChange* self, GstClockTime stall_delay = 0) {
                        dropped);
     s->dropped_reported = dropped;
   }
+  report_outage(self);
   const std::string error = s->segmenter->error();
   if (!error.empty()) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Speaker segmentation failed: %s", error.c_str()),
@@ -133,7 +164,8 @@ void post_stats_if_due(GstSpeakerChange* self) {
                         "dropped-windows", G_TYPE_UINT64, static_cast<guint64>(w.dropped_windows()),
                         "delay", G_TYPE_UINT64, static_cast<guint64>(delay), "voice-embeddings",
                         G_TYPE_UINT64, static_cast<guint64>(w.voice_embeddings()),
-                        "last-voice-batch-size", G_TYPE_INT, w.last_voice_batch_size(), nullptr);
+                        "last-voice-batch-size", G_TYPE_INT, w.last_voice_batch_size(),
+                        "unanalysed-seconds", G_TYPE_DOUBLE, w.unanalysed_seconds(), nullptr);
   GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
 }
@@ -163,6 +195,7 @@ bool ensure_segmenter(GstSpeakerChange* self) {
   options.batch_size = mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : s->batch_size;
   options.max_queue = live ? kLiveMaxQueue : 2 * options.batch_size;
   options.drop_when_late = live;
+  options.outage_wait = s->outage_wait;
   if (live) {
     // Live channels of one process are usually started together; give each its own window phase
     // so that their windows do not all come due, and queue for inference, at the same instant.

@@ -50,7 +50,11 @@ struct Stream {
   bool have_base = false;
   GstClockTimeDiff base = 0;  // buffer time of sample 0 of the current stretch
   uint64_t dropped_reported = 0;
-  double stall_margin = speakerseg::kDefaultStallMargin;  // seconds; < 0: no stalls
+  // The engine outage last reported ("": none) and the unanalysed stream time last posted.
+  std::string outage_reported;
+  double unanalysed_reported = 0;
+  double stall_margin = speakerseg::kDefaultStallMargin;                 // seconds; < 0: no stalls
+  double outage_wait = speakerseg::SharedScheduler::kDefaultOutageWait;  // an own engine's
   bool live = false;  // upstream's answer to the LATENCY query on the first buffer
 };
 

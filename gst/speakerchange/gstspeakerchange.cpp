@@ -232,6 +232,7 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->max_batch_wait = p.max_batch_wait;
   s->stats_interval = static_cast<GstClockTime>(std::llround(p.stats_interval * GST_SECOND));
   s->stall_margin = p.stall_margin;
+  s->outage_wait = p.outage_wait;
   s->settings.identity.enabled = p.reidentify;
   s->settings.identity.match_threshold = p.voice_threshold;
   s->settings.identity.max_speakers = p.max_speakers;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -155,6 +156,15 @@ struct Stats {
   gint last_batch_size = 0;
   guint64 dropped_windows = 0, delay = 0, voice_embeddings = 0;
   gint last_voice_batch_size = 0;
+  double unanalysed_seconds = 0;
+};
+
+// A speaker-change-unanalysed message.
+struct Unanalysed {
+  double seconds = 0;
+  guint64 windows = 0;
+  gboolean engine_available = FALSE;
+  std::string reason;
 };
 
 // What reached the harness's sink pad, in order.
@@ -264,10 +274,24 @@ class ElementRun {
     event(gst_event_new_segment(&segment));
   }
 
-  // Everything the element posted as speaker-change messages so far.
+  // Everything the element posted as speaker-change messages so far (the bus is read whole: its
+  // errors and warnings are kept for errors() and warnings()).
   std::vector<Change> messages() {
-    while (GstMessage* m = gst_bus_pop_filtered(bus_, GST_MESSAGE_ELEMENT)) {
-      const GstStructure* s = gst_message_get_structure(m);
+    while (GstMessage* m = gst_bus_pop(bus_)) {
+      if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR || GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) {
+        GError* err = nullptr;
+        gchar* debug = nullptr;
+        if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR)
+          gst_message_parse_error(m, &err, &debug);
+        else
+          gst_message_parse_warning(m, &err, &debug);
+        (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR ? errors_ : warnings_)
+            .push_back(std::string(err->message) + " | " + (debug ? debug : ""));
+        g_clear_error(&err);
+        g_free(debug);
+      }
+      const GstStructure* s =
+          GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT ? gst_message_get_structure(m) : nullptr;
       if (s && gst_structure_has_name(s, "speaker-change")) messages_.push_back(parse_change(s));
       if (s && gst_structure_has_name(s, "speaker-change-stats")) {
         Stats st;
@@ -277,7 +301,18 @@ class ElementRun {
         EXPECT_TRUE(gst_structure_get_uint64(s, "delay", &st.delay));
         EXPECT_TRUE(gst_structure_get_uint64(s, "voice-embeddings", &st.voice_embeddings));
         EXPECT_TRUE(gst_structure_get_int(s, "last-voice-batch-size", &st.last_voice_batch_size));
+        EXPECT_TRUE(gst_structure_get_double(s, "unanalysed-seconds", &st.unanalysed_seconds));
         stats_.push_back(st);
+      }
+      if (s && gst_structure_has_name(s, "speaker-change-unanalysed")) {
+        Unanalysed u;
+        EXPECT_TRUE(gst_structure_get_double(s, "unanalysed-seconds", &u.seconds));
+        EXPECT_TRUE(gst_structure_get_uint64(s, "unanalysed-windows", &u.windows));
+        EXPECT_TRUE(gst_structure_get_boolean(s, "engine-available", &u.engine_available));
+        const char* reason = gst_structure_get_string(s, "reason");
+        EXPECT_NE(reason, nullptr);
+        u.reason = reason ? reason : "";
+        unanalysed_.push_back(u);
       }
       gst_message_unref(m);
     }
@@ -287,6 +322,11 @@ class ElementRun {
   std::vector<Stats> stats() {
     messages();
     return stats_;
+  }
+  // Every speaker-change-unanalysed message posted so far.
+  std::vector<Unanalysed> unanalysed() {
+    messages();
+    return unanalysed_;
   }
   // Waits for the next speaker-change message that announces a stall (other messages are kept as
   // messages() keeps them). The minute is a guard against a hang, not a measure of speed.
@@ -309,19 +349,14 @@ class ElementRun {
     ADD_FAILURE() << "no stall announced";
     return {};
   }
-  // The errors posted so far.
+  // The errors and the warnings posted so far ("message | debug" each).
   std::vector<std::string> errors() {
-    std::vector<std::string> out;
-    while (GstMessage* m = gst_bus_pop_filtered(bus_, GST_MESSAGE_ERROR)) {
-      GError* err = nullptr;
-      gchar* debug = nullptr;
-      gst_message_parse_error(m, &err, &debug);
-      out.push_back(std::string(err->message) + " | " + (debug ? debug : ""));
-      g_clear_error(&err);
-      g_free(debug);
-      gst_message_unref(m);
-    }
-    return out;
+    messages();
+    return errors_;
+  }
+  std::vector<std::string> warnings() {
+    messages();
+    return warnings_;
   }
 
   const std::vector<Item>& items() const { return items_; }
@@ -395,6 +430,8 @@ class ElementRun {
   std::vector<Item> items_;
   std::vector<Change> messages_;
   std::vector<Stats> stats_;
+  std::vector<Unanalysed> unanalysed_;
+  std::vector<std::string> errors_, warnings_;
   std::vector<uint8_t> input_, output_;
   std::vector<GstClockTime> input_pts_, output_pts_;
 };
@@ -1275,9 +1312,10 @@ TEST(SpeakerChangeElement, ReidentifyIsOnWhereTheVoiceModelIs) {
   gst_object_unref(e);
 }
 
-TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
-  REQUIRE_SAMPLE();
-  // Two turns of sample.wav, one per speaker, alone (sample.rttm), enrolled as Alice and Bob.
+// Two turns of sample.wav, one per speaker, alone (sample.rttm), enrolled as Alice and Bob with the
+// CPU voice encoder: the voiceprints file's path. Needs sample.wav (REQUIRE_SAMPLE).
+std::string alice_and_bob_voiceprints() {
+  const std::vector<float>& sample = *sample_audio();
   auto voice = speakerseg::make_cpu_voice_encoder(
       speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
   const speakerseg::MelSpectrogram mel;
@@ -1290,6 +1328,12 @@ TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
                   to - from);
   const std::string path = speakerseg::test::scratch().path() + "/sample-voiceprints.json";
   prints.save(path);
+  return path;
+}
+
+TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
+  REQUIRE_SAMPLE();
+  const std::string path = alice_and_bob_voiceprints();
 
   ElementRun run([&](GstElement* e) {
     g_object_set(e, "reidentify", TRUE, "voiceprints", path.c_str(), nullptr);
@@ -1342,18 +1386,7 @@ TEST(SpeakerChangeElement, RemoteEngineFindsWhatTheCpuEngineFinds) {
 // The model file is not needed where the server runs it; the voices go to the server too.
 TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers) {
   REQUIRE_SAMPLE();
-  auto voice = speakerseg::make_cpu_voice_encoder(
-      speakerseg::VoiceModel::load_onnx(env("SPEAKERSEG_VOICE_MODEL")), {1});
-  const speakerseg::MelSpectrogram mel;
-  speakerseg::Voiceprints prints;
-  for (const auto& [name, from, to] :
-       {std::tuple<const char*, double, double>{"Alice", 10.6, 14.4}, {"Bob", 22.0, 27.8}})
-    prints.enroll(name,
-                  speakerseg::utterance_embedding(*voice, mel, &sample[samples(from)],
-                                                  static_cast<int64_t>(samples(to - from))),
-                  to - from);
-  const std::string path = speakerseg::test::scratch().path() + "/remote-voiceprints.json";
-  prints.save(path);
+  const std::string path = alice_and_bob_voiceprints();
   ElementRun run([&](GstElement* e) {
     remote(e);
     g_object_set(e, "model", "/nonexistent/segmentation-3.0.onnx", "voice-model",
@@ -1367,6 +1400,58 @@ TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers
   for (const auto& c : run.events())
     if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
   EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
+}
+
+// The server lost mid-stream costs stream time, not the stream: the audio passes, a warning says
+// why, the windows that waited longer than the outage bound go unanalysed and the element says
+// how much stream time that was; with the server back (same port) analysis resumes by itself.
+TEST(SpeakerChangeElement, RemoteServerLostMidStreamCostsStreamTimeNotTheStream) {
+  REQUIRE_SAMPLE();
+  auto server = std::make_unique<speakerseg::test::OipServer>();
+  ASSERT_TRUE(server->started()) << server->why();
+  const std::string address = server->address();
+  ElementRun run([&](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+    // The outage (a server start) outlasts the windows' wait: some go unanalysed.
+    g_object_set(e, "server", address.c_str(), "remote-deadline", 2000, "outage-wait", 1.0,
+                 nullptr);
+  });
+  const size_t third = sample.size() / 3, second = samples(1);
+  run.push(sample, 0, third, 0);
+  server.reset();
+  run.push(sample, third, 2 * third, at(static_cast<double>(third) / kRate));
+  // Longer than outage-wait: those windows go unanalysed; the next second of audio, still without
+  // a server, makes the element say so.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  run.push(sample, 2 * third, 2 * third + second, at(2.0 * third / kRate));
+  server = std::make_unique<speakerseg::test::OipServer>(
+      std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+  ASSERT_TRUE(server->started()) << server->why();
+  // The rest, then the whole recording again: analysed once the server answers.
+  run.push(sample, 2 * third + second, sample.size(),
+           at(static_cast<double>(2 * third + second) / kRate));
+  run.push(sample, 0, sample.size(), at(static_cast<double>(sample.size()) / kRate));
+  run.eos();
+
+  for (const auto& e : run.errors()) ADD_FAILURE() << e;
+  const auto warnings = run.warnings();
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("inference engine is unavailable"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find(address), std::string::npos) << warnings[0];
+  EXPECT_EQ(run.output(), run.input());  // every sample passed, untouched
+  const auto unanalysed = run.unanalysed();
+  ASSERT_GE(unanalysed.size(), 2u);
+  EXPECT_FALSE(unanalysed.front().engine_available);
+  EXPECT_GT(unanalysed.front().seconds, 0);
+  EXPECT_NE(unanalysed.front().reason.find(address), std::string::npos);
+  EXPECT_TRUE(unanalysed.back().engine_available);
+  std::printf("[ outage   ] %.2f s of stream time unanalysed (%llu windows), %zu messages\n",
+              unanalysed.back().seconds, static_cast<unsigned long long>(unanalysed.back().windows),
+              unanalysed.size());
+  int after = 0;
+  for (const auto& c : run.events())
+    if (secs(c.timestamp) > static_cast<double>(sample.size()) / kRate + 5) ++after;
+  EXPECT_GE(after, 3) << describe(run.events());  // the repeat is analysed
 }
 
 TEST(SpeakerChangeElement, RemoteEngineProblemsFailTheStartNamingThem) {

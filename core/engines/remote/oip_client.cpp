@@ -32,8 +32,8 @@ std::vector<int64_t> to_vector(const Dims& dims) {
   return std::vector<int64_t>(dims.begin(), dims.end());
 }
 
-// A context that waits at most `deadline` and fails at once while the server is unreachable
-// (gRPC's default), so that a lost server shows as an error, not a hang.
+// A context that waits at most `deadline`; it fails at once while the server is unreachable
+// (gRPC's default) unless the caller asks it to wait for the server.
 void arm(grpc::ClientContext* context, std::chrono::milliseconds deadline) {
   context->set_deadline(std::chrono::system_clock::now() + deadline);
 }
@@ -46,6 +46,11 @@ OipClient::OipClient(std::string server, std::chrono::milliseconds deadline)
   // A batch of 32 windows is 20 MB: no message limit on our side (the server's is its own).
   args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
+  // A server that comes back is found within 2 s: gRPC's own reconnection backoff would grow to
+  // two minutes, and calls fail at once while it waits.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   stub_->service = inference::GRPCInferenceService::NewStub(
       grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args));
 }
@@ -159,9 +164,26 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
 
   grpc::ClientContext context;
   arm(&context, deadline_);
+  // Mid-stream a lost server is waited for, up to the deadline, rather than failed at once: the
+  // call goes out as soon as the channel reconnects (the checks at creation fail fast instead).
+  context.set_wait_for_ready(true);
   inference::ModelInferResponse response;
   const grpc::Status status = stub_->service->ModelInfer(&context, request, &response);
-  if (!status.ok()) throw EngineError(failure("ModelInfer", model, server_, status, deadline_));
+  if (!status.ok()) {
+    const std::string why = failure("ModelInfer", model, server_, status, deadline_);
+    // A server that is gone, overloaded or slow may answer again: not the stream's end.
+    switch (status.error_code()) {
+      case grpc::StatusCode::UNAVAILABLE:
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+      case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      case grpc::StatusCode::ABORTED:
+      case grpc::StatusCode::CANCELLED:  // a server shutting down cancels what is in flight
+      case grpc::StatusCode::UNKNOWN:    // a connection reset mid-call
+        throw EngineUnavailable(why);
+      default:
+        throw EngineError(why);
+    }
+  }
 
   for (int i = 0; i < response.outputs_size(); ++i) {
     const auto& tensor = response.outputs(i);

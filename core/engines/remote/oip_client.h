@@ -41,7 +41,8 @@ class OipClient {
                                    const TensorContract& output) const;
 
   // Runs `model` on `data`, an FP32 tensor of `input_shape`, and writes its output, which must be
-  // an FP32 tensor of exactly `output_shape`, to `out`.
+  // an FP32 tensor of exactly `output_shape`, to `out`. A server that cannot be reached, is
+  // overloaded or misses the deadline throws EngineUnavailable; anything else EngineError.
   void infer(const std::string& model, const std::string& input_name,
              const std::vector<int64_t>& input_shape, const float* data,
              const std::string& output_name, const std::vector<int64_t>& output_shape,

@@ -14,6 +14,7 @@
 #include "common/voice_reference.h"
 #include "engines/remote/remote_engine.h"
 #include "io/npy.h"
+#include "scheduling/shared_segmenter.h"
 
 namespace speakerseg {
 namespace {
@@ -151,6 +152,56 @@ TEST(RemoteEngine, ASlowServerMeetsTheDeadlineAsAnError) {
       [&] { engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data()); });
   std::printf("[ refused  ] %s\n", why.c_str());
   EXPECT_NE(why.find("no answer within 500 ms"), std::string::npos) << why;
+}
+
+// Round `round`'s three windows (30 s of stream time from 30 s x round, end to end) through a
+// shared scheduler's channel, waited for.
+void run_three(SharedSegmenterChannel& channel, const NpyArray& input, int round) {
+  for (int64_t w = 0; w < 3; ++w)
+    channel.submit(
+        WindowJob::from_window((3 * round + w) * kWindowSamples, &input.data[w * kWindowSamples]));
+  channel.drain();
+}
+
+TEST(RemoteEngine, ALostServerCostsWindowsNotTheStreamAndAnalysisResumes) {
+  auto server = std::make_unique<test::OipServer>();
+  ASSERT_TRUE(server->started()) << server->why();
+  const std::string address = server->address();
+  RemoteEngineOptions o;
+  o.server = address;
+  o.deadline_ms = 2000;
+  // Longer than the client's 2 s reconnection backoff: the first batch after the restart waits
+  // for the server instead of being dropped.
+  const double outage_wait = 5;
+  auto scheduler =
+      std::make_shared<SharedScheduler>(make_remote_engine(o), 4, nullptr, outage_wait);
+  SharedSegmenterChannel channel(scheduler, StreamSettings{}, {});
+  const NpyArray input = read_npy(test::reference_dir() + "/batch32.input.npy");
+
+  run_three(channel, input, 0);
+  EXPECT_EQ(channel.processed_windows(), 3u);
+  EXPECT_EQ(channel.outage(), "");
+  EXPECT_EQ(channel.unanalysed_seconds(), 0);
+
+  server.reset();  // SIGTERM: the server is gone
+  run_three(channel, input, 1);
+  std::printf("[ outage   ] %s\n", channel.outage().c_str());
+  EXPECT_EQ(channel.error(), "");  // the stream goes on
+  EXPECT_EQ(channel.processed_windows(), 3u);
+  EXPECT_EQ(channel.unanalysed_windows(), 3u);
+  EXPECT_EQ(channel.dropped_windows(), 3u);
+  EXPECT_NE(channel.outage().find(address), std::string::npos) << channel.outage();
+  EXPECT_EQ(channel.unanalysed_seconds(), 30);  // 30 s to 60 s
+
+  server = std::make_unique<test::OipServer>(
+      std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+  ASSERT_TRUE(server->started()) << server->why();
+  run_three(channel, input, 2);
+  EXPECT_EQ(channel.error(), "");
+  EXPECT_EQ(channel.processed_windows(), 6u);
+  EXPECT_EQ(channel.unanalysed_windows(), 3u);
+  EXPECT_EQ(channel.unanalysed_seconds(), 30);
+  EXPECT_EQ(channel.outage(), "");
 }
 
 }  // namespace
