@@ -144,6 +144,8 @@
  * * #gint `last-voice-batch-size`: the voice encoder batch that embedded this stream's latest
  *   utterance, in partials of 1.6 s (at most 64; with a shared engine every stream's partials
  *   count); 0 before the first or without #GstSpeakerChange:reidentify.
+ * * #gdouble `unanalysed-seconds`: seconds of stream time no analysed window covered (windows
+ *   dropped by a live stream's inference falling behind, or by an engine outage).
  *
  * ## Time line
  *
@@ -176,6 +178,22 @@
  *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
  * Consumers of the events that need the changes in time should plan for `delay`.
+ *
+ * ## An inference server that goes away
+ *
+ * With #GstSpeakerChange:engine `remote` the networks run on an Open Inference Protocol server
+ * (#GstSpeakerChange:server; docs/scale-out.md). Mid-stream, a server that is lost, overloaded or
+ * slower than #GstSpeakerChange:remote-deadline costs stream time, not the stream: the audio
+ * passes untouched, a warning says why, windows wait for the server (retried with backoff) up to
+ * #GstSpeakerChange:outage-wait and are then dropped unanalysed, and analysis resumes by itself
+ * when the server answers again. Whenever the stream time no analysed window covered grows, and
+ * once when the engine is back, the element posts an element message `speaker-change-unanalysed`:
+ *
+ * * #gdouble `unanalysed-seconds`: seconds of this stream's time, since its first window, that no
+ *   analysed window covered, whatever the cause.
+ * * #guint64 `unanalysed-windows`: windows dropped because the engine was unavailable.
+ * * #gboolean `engine-available`: %FALSE while the engine is away, %TRUE once it is back.
+ * * #gchararray `reason`: why the engine was unavailable.
  *
  * ## Example launch lines
  * |[
