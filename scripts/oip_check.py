@@ -22,10 +22,7 @@ compared the same way. Ends with "oip_check: N passed, N failed"; exit status 1 
 import argparse
 import json
 import pathlib
-import signal
-import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -63,6 +60,8 @@ import onnxruntime as ort  # noqa: E402
 
 from kserve.protocol.grpc import grpc_predict_v2_pb2 as pb  # noqa: E402
 from kserve.protocol.grpc import grpc_predict_v2_pb2_grpc as pb_grpc  # noqa: E402
+
+import oip_process  # noqa: E402
 
 RESULTS = []
 
@@ -213,30 +212,7 @@ def check_http(target, ref, windows, partials):
           f"max |diff| {diff:.3g}")
 
 
-def start_server():
-    command = [sys.executable, str(ROOT / "scripts/oip_server.py"), "--grpc-port", "0", "--http-port", "0",
-               *ARGS.server_arg]
-    t = time.monotonic()
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    lines = []  # the ready line, or "" if it died
-    reader = threading.Thread(target=lambda: lines.append(server.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(ARGS.timeout)
-    line = lines[0] if lines else f"nothing in {ARGS.timeout:.0f} s"
-    if not line.startswith("ready "):
-        server.kill()
-        raise SystemExit(f"oip_check: {' '.join(command)} printed {line!r}, exit status {server.wait()}")
-    fields = dict(f.split("=", 1) for f in line.split()[1:])
-    print(f"oip_check: {line.strip()} ({time.monotonic() - t:.1f} s after start)", flush=True)
-    return server, fields["grpc"], fields["http"]
-
-
-def main():
-    server = None
-    if ARGS.grpc:
-        grpc_target, http_target = ARGS.grpc, ARGS.http
-    else:
-        server, grpc_target, http_target = start_server()
+def run_checks(grpc_target, http_target):
     try:
         ref = Reference(ARGS.models)
         windows = {b: read_windows(ARGS.wav, b) for b in ARGS.batches}
@@ -248,16 +224,20 @@ def main():
             check_http(http_target, ref, read_windows(ARGS.wav, 4), partials)
     except (grpc.RpcError, urllib.error.URLError, OSError, ValueError, KeyError) as e:
         check(False, f"{type(e).__name__}: {e}")
-    finally:
-        if server:
+
+
+def main():
+    if ARGS.grpc:
+        run_checks(ARGS.grpc, ARGS.http)
+    else:
+        server = oip_process.Server(sys.executable, ARGS.server_arg, ARGS.timeout)
+        with server:
+            print(f"oip_check: ready grpc={server.grpc} http={server.http} "
+                  f"({server.started_in:.1f} s after start)", flush=True)
+            run_checks(server.grpc, server.http)
             t = time.monotonic()
-            server.send_signal(signal.SIGTERM)
-            try:
-                status = server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                status = "none (killed after 30 s)"
-            check(status == 0, f"SIGTERM: server exited with status {status} in {time.monotonic() - t:.1f} s")
+        check(server.exit_status == 0,
+              f"SIGTERM: server exited with status {server.exit_status} in {time.monotonic() - t:.1f} s")
     failed = RESULTS.count(False)
     print(f"oip_check: {len(RESULTS) - failed} passed, {failed} failed")
     return 1 if failed else 0

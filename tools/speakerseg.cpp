@@ -737,9 +737,10 @@ const Command kCommands[] = {
      "      0, step, 2 step, ..., then one zero-padded window for the rest). Default step 1 s.\n"},
     {"bench", cmd_bench, true,
      "  speakerseg bench  [--input FILE.wav] [--model M] [--batch N] [--threads N]\n"
-     "                    [--seconds S] [--windows N] [--profile] [--json]\n"
+     "                    [--seconds S] [--runs N] [--profile] [--json]\n"
      "      windows per second of the engine on the file's windows (default: 32 windows of the\n"
-     "      bundled sample), after one warm-up batch.\n"},
+     "      bundled sample), after one warm-up batch: timed batches for --seconds (default 3)\n"
+     "      and at least --runs (default 3) of them.\n"},
     {"changes", cmd_changes, true,
      "  speakerseg changes --input FILE.wav [--model M] [--step S] [--latency S | --offline]\n"
      "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
