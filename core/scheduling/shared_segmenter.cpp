@@ -215,6 +215,23 @@ std::string SharedScheduler::forward(
   }
 }
 
+int SharedScheduler::embed(const std::vector<const UtteranceRequest*>& requests,
+                           std::vector<std::vector<float>>& embeddings) {
+  const auto since = Clock::now();
+  auto backoff = std::chrono::milliseconds(100);
+  for (;;) {
+    try {
+      return embed_utterances(*voice_, requests, embeddings, kVoiceBatch);
+    } catch (const EngineUnavailable&) {
+      if (Clock::now() - since >= outage_wait_) throw;
+      // Under voice_mutex_ only: mutex_ may not be taken here (finish() takes the two the other
+      // way round), so the wait is a plain sleep, bounded by outage_wait_.
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    }
+  }
+}
+
 SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWindows>& work,
                                                     int frames) {
   VoiceRound r;
@@ -249,7 +266,7 @@ SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWin
     std::vector<std::vector<float>> embeddings;
     try {
       if (!voice_) throw std::logic_error("a channel waits for a voice, but there is no encoder");
-      r.calls += embed_utterances(*voice_, requests, embeddings, kVoiceBatch);
+      r.calls += embed(requests, embeddings);
     } catch (const std::exception& e) {
       for (size_t m : waiting) r.failures[m] = e.what();
       continue;

@@ -20,7 +20,8 @@
 // missed) does not fail the channels: the batch is retried with backoff (0.1 s, doubling to 2 s)
 // while its oldest window is younger than `outage_wait`; past that its windows are dropped and
 // counted per channel as unanalysed, and the next batch tries again. outage() says why while it
-// lasts; the first batch the engine answers ends it.
+// lasts; the first batch the engine answers ends it. A voice encoder that is unavailable is
+// retried the same way for up to `outage_wait`; past that its channels fail.
 #pragma once
 
 #include <chrono>
@@ -145,6 +146,11 @@ class SharedScheduler {
   // Stitches each channel's windows into its timeline. Timelines that wait for a voice embedding
   // wait together: each round embeds what all of them ask for in one encoder call.
   VoiceRound stitch(const std::vector<ChannelWindows>& work, int frames);
+  // The voice encoder's call for `requests`, retried with backoff while it is unavailable, for up
+  // to outage_wait_: a voice cannot be skipped without changing who the timeline names, so past
+  // that the waiting channels fail. Returns the encoder calls made.
+  int embed(const std::vector<const UtteranceRequest*>& requests,
+            std::vector<std::vector<float>>& embeddings);
 
   std::unique_ptr<SegmentationEngine> engine_;
   const int batch_size_;

@@ -3,6 +3,7 @@
 // same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on one
 // server at once, and the refusals a user meets (no server, a wrong model name or shape, a
 // server slower than the deadline), each naming the server and the model.
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -12,8 +13,11 @@
 #include "common/parity.h"
 #include "common/test_env.h"
 #include "common/voice_reference.h"
+#include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/cpu_voice_encoder.h"
 #include "engines/remote/remote_engine.h"
 #include "io/npy.h"
+#include "model/voice_model.h"
 #include "scheduling/shared_segmenter.h"
 
 namespace speakerseg {
@@ -202,6 +206,59 @@ TEST(RemoteEngine, ALostServerCostsWindowsNotTheStreamAndAnalysisResumes) {
   EXPECT_EQ(channel.unanalysed_windows(), 3u);
   EXPECT_EQ(channel.unanalysed_seconds(), 30);
   EXPECT_EQ(channel.outage(), "");
+}
+
+// Identity by voice on the first 20 windows of sample.wav (step 1 s) through a scheduler with
+// the CPU segmentation engine and `voice`; the changes.
+std::vector<SpeakerChange> identify(std::unique_ptr<VoiceEncoder> voice, double outage_wait,
+                                    std::string* error) {
+  const NpyArray input = read_npy(test::reference_dir() + "/all_windows.input.npy");
+  StreamSettings s;
+  s.identity.enabled = true;
+  auto scheduler = std::make_shared<SharedScheduler>(
+      make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), 4, std::move(voice),
+      outage_wait);
+  SharedSegmenterChannel channel(scheduler, s, {});
+  for (int64_t w = 0; w < 20; ++w)
+    channel.submit(WindowJob::from_window(w * kSampleRate, &input.data[w * kWindowSamples]));
+  channel.finish(19 * kSampleRate + kWindowSamples);
+  *error = channel.error();
+  return channel.take_changes();
+}
+
+// The voice server gone when the first voice is asked for and back within outage-wait costs
+// nothing: the voice calls wait and are retried, and the speakers are named as with the encoder
+// on this machine.
+TEST(RemoteEngine, AVoiceServerBackWithinTheOutageWaitCostsNothing) {
+  std::string error;
+  const auto want = identify(
+      make_cpu_voice_encoder(VoiceModel::load_onnx(test::env_path("SPEAKERSEG_VOICE_MODEL")), {1}),
+      0, &error);
+  ASSERT_EQ(error, "");
+  ASSERT_FALSE(want.empty());
+
+  auto server = std::make_unique<test::OipServer>();
+  ASSERT_TRUE(server->started()) << server->why();
+  const std::string address = server->address();
+  RemoteEngineOptions o;
+  o.server = address;
+  o.deadline_ms = 2000;
+  auto voice = make_remote_voice_encoder(o);  // checked while the server is up
+  server.reset();
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    server = std::make_unique<test::OipServer>(
+        std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+  });
+  const auto got = identify(std::move(voice), 60, &error);
+  restart.join();
+  ASSERT_TRUE(server->started()) << server->why();
+  EXPECT_EQ(error, "");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].sample, want[i].sample) << i;
+    EXPECT_EQ(got[i].speaker, want[i].speaker) << i;
+  }
 }
 
 }  // namespace
