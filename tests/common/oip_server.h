@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,7 +87,13 @@ class OipServer {
 
   ~OipServer() { stop(); }
 
+  // Another server on `port` (one that was running there and stopped): a server coming back.
+  static std::unique_ptr<OipServer> on_port(const std::string& port) {
+    return std::make_unique<OipServer>(std::vector<std::string>{"--grpc-port", port});
+  }
+
   bool started() const { return !address_.empty(); }
+  std::string port() const { return address_.substr(address_.rfind(':') + 1); }
   const std::string& why() const { return why_; }
   const std::string& address() const { return address_; }
 

@@ -1409,7 +1409,7 @@ TEST(SpeakerChangeElement, RemoteServerLostMidStreamCostsStreamTimeNotTheStream)
   REQUIRE_SAMPLE();
   auto server = std::make_unique<speakerseg::test::OipServer>();
   ASSERT_TRUE(server->started()) << server->why();
-  const std::string address = server->address();
+  const std::string address = server->address(), server_port = server->port();
   ElementRun run([&](GstElement* e) {
     gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
     // The outage (a server start) outlasts the windows' wait: some go unanalysed.
@@ -1424,8 +1424,7 @@ TEST(SpeakerChangeElement, RemoteServerLostMidStreamCostsStreamTimeNotTheStream)
   // a server, makes the element say so.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   run.push(sample, 2 * third, 2 * third + second, at(2.0 * third / kRate));
-  server = std::make_unique<speakerseg::test::OipServer>(
-      std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+  server = speakerseg::test::OipServer::on_port(server_port);
   ASSERT_TRUE(server->started()) << server->why();
   // The rest; then, as a live feed would, a second of audio at a time until the element says the
   // server answers again (the client reconnects within seconds; the bound only guards against a

@@ -42,6 +42,14 @@ class RemoteEngineTest : public ::testing::Test {
 };
 test::OipServer* RemoteEngineTest::server_ = nullptr;
 
+// What reaches `server` with a deadline of 2 s.
+RemoteEngineOptions reaching(const test::OipServer& server) {
+  RemoteEngineOptions o;
+  o.server = server.address();
+  o.deadline_ms = 2000;
+  return o;
+}
+
 // The message of the EngineError `make` throws ("" if it throws none).
 template <class F>
 std::string refusal(F make) {
@@ -170,10 +178,8 @@ void run_three(SharedSegmenterChannel& channel, const NpyArray& input, int round
 TEST(RemoteEngine, ALostServerCostsWindowsNotTheStreamAndAnalysisResumes) {
   auto server = std::make_unique<test::OipServer>();
   ASSERT_TRUE(server->started()) << server->why();
-  const std::string address = server->address();
-  RemoteEngineOptions o;
-  o.server = address;
-  o.deadline_ms = 2000;
+  const std::string address = server->address(), port = server->port();
+  const RemoteEngineOptions o = reaching(*server);
   // Longer than the client's 2 s reconnection backoff: the first batch after the restart waits
   // for the server instead of being dropped.
   const double outage_wait = 5;
@@ -197,8 +203,7 @@ TEST(RemoteEngine, ALostServerCostsWindowsNotTheStreamAndAnalysisResumes) {
   EXPECT_NE(channel.outage().find(address), std::string::npos) << channel.outage();
   EXPECT_EQ(channel.unanalysed_seconds(), 30);  // 30 s to 60 s
 
-  server = std::make_unique<test::OipServer>(
-      std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+  server = test::OipServer::on_port(port);
   ASSERT_TRUE(server->started()) << server->why();
   run_three(channel, input, 2);
   EXPECT_EQ(channel.error(), "");
@@ -239,16 +244,12 @@ TEST(RemoteEngine, AVoiceServerBackWithinTheOutageWaitCostsNothing) {
 
   auto server = std::make_unique<test::OipServer>();
   ASSERT_TRUE(server->started()) << server->why();
-  const std::string address = server->address();
-  RemoteEngineOptions o;
-  o.server = address;
-  o.deadline_ms = 2000;
-  auto voice = make_remote_voice_encoder(o);  // checked while the server is up
+  const std::string port = server->port();
+  auto voice = make_remote_voice_encoder(reaching(*server));  // checked while the server is up
   server.reset();
   std::thread restart([&] {
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    server = std::make_unique<test::OipServer>(
-        std::vector<std::string>{"--grpc-port", address.substr(address.rfind(':') + 1)});
+    server = test::OipServer::on_port(port);
   });
   const auto got = identify(std::move(voice), 60, &error);
   restart.join();
