@@ -13,6 +13,15 @@ int64_t running(GstClockTime clock_time, GstClockTime base_time) {
   return clock_time > base_time ? static_cast<int64_t>(clock_time - base_time) : 0;
 }
 
+// The element's running time now; false without a clock to read.
+bool running_now(GstElement* element, int64_t* now) {
+  GstClock* clock = gst_element_get_clock(element);
+  if (!clock) return false;
+  *now = running(gst_clock_get_time(clock), gst_element_get_base_time(element));
+  gst_object_unref(clock);
+  return true;
+}
+
 void disarm_locked(StallTimer& t) {
   if (!t.id) return;
   gst_clock_id_unschedule(t.id);
@@ -76,14 +85,12 @@ void announce_stall(GstElement* element, gpointer) {
   if (!flushing) {
     StallTimer& t = *self->stall;
     std::lock_guard<std::mutex> lock(t.mutex);
-    GstClock* clock = gst_element_get_clock(element);
-    if (clock && t.playing) {
-      // Audio may have come since the clock fired: the watch decides again.
-      const int64_t now = running(gst_clock_get_time(clock), gst_element_get_base_time(element));
+    int64_t now = 0;
+    // Audio may have come since the clock fired: the watch decides again.
+    if (t.playing && running_now(element, &now)) {
       stalled = t.watch.stall(now);
       waited = static_cast<GstClockTime>(t.watch.silent_for(now));
     }
-    if (clock) gst_object_unref(clock);
   }
   if (stalled) stall_stretch(self, waited);
   GST_PAD_STREAM_UNLOCK(sinkpad);
@@ -91,11 +98,11 @@ void announce_stall(GstElement* element, gpointer) {
 
 }  // namespace
 
-void stall_start(GstSpeakerChange* self, int64_t wait) {
+void stall_start(GstSpeakerChange* self, int64_t wait, int64_t lateness) {
   StallTimer& t = *self->stall;
   std::lock_guard<std::mutex> lock(t.mutex);
   disarm_locked(t);
-  t.watch = StallWatch(wait);
+  t.watch = StallWatch(wait, lateness);
 }
 
 void stall_audio(GstSpeakerChange* self, GstClockTime running_time) {
@@ -103,7 +110,14 @@ void stall_audio(GstSpeakerChange* self, GstClockTime running_time) {
   bool resumed = false;
   {
     std::lock_guard<std::mutex> lock(t.mutex);
-    resumed = t.watch.audio(static_cast<int64_t>(running_time));
+    // When it arrives, not only how far it reaches: time stamps may lag the clock. Only while
+    // PLAYING: the base time the clock counts from is set anew on the way back to PLAYING.
+    int64_t arrived = StallWatch::kUnread;
+    if (t.playing) running_now(GST_ELEMENT(self), &arrived);
+    if (GST_CLOCK_TIME_IS_VALID(running_time))
+      resumed = t.watch.audio(static_cast<int64_t>(running_time), arrived);
+    else
+      t.watch.alive(arrived);
     arm_locked(self, t);
   }
   if (resumed)

@@ -27,9 +27,10 @@ struct StallTimer {
 };
 
 // Live upstream (streaming thread): from now on the stream stalls `wait` ns after its newest
-// audio; `wait` < 0: never.
-void stall_start(GstSpeakerChange* self, int64_t wait);
-// Audio or a gap up to `running_time` (streaming thread).
+// audio and `wait` - `lateness` (upstream's latency) after it arrived; `wait` < 0: never.
+void stall_start(GstSpeakerChange* self, int64_t wait, int64_t lateness = 0);
+// Audio or a gap up to `running_time` arrives now (streaming thread); GST_CLOCK_TIME_NONE: a GAP
+// event without a duration, no audio but a sign that the feed is alive.
 void stall_audio(GstSpeakerChange* self, GstClockTime running_time);
 // No audio is expected any more (flush, EOS, stop): disarms and forgets.
 void stall_reset(GstSpeakerChange* self);

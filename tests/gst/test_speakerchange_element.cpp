@@ -842,15 +842,31 @@ GstClockTime next_clock_wait(GstHarness* h) {
 }
 
 // audio[from, to) as a live source delivers it, from buffer time `pts`: a second at a time, the
-// clock following.
+// clock following, `lag` ahead of the buffer times.
 void push_live(ElementRun& run, const std::vector<float>& audio, size_t from, size_t to,
-               GstClockTime pts) {
+               GstClockTime pts, GstClockTime lag = 0) {
   for (size_t i = from; i < to; i += kRate) {
     const size_t end = std::min(to, i + kRate);
     const GstClockTime at_i = pts + gst_util_uint64_scale_int(i - from, GST_SECOND, kRate);
     run.push(audio, i, end, at_i);
-    advance_clock(run.harness(), at_i + gst_util_uint64_scale_int(end - i, GST_SECOND, kRate));
+    advance_clock(run.harness(),
+                  lag + at_i + gst_util_uint64_scale_int(end - i, GST_SECOND, kRate));
   }
+}
+
+// How many of `changes` announce a stall.
+long stalls(const std::vector<Change>& changes) {
+  return std::count_if(changes.begin(), changes.end(), [](const Change& c) { return c.stalled; });
+}
+
+// No stall announced before the clock reaches `due`, where the element waits; then the stall.
+Change stall_due_at(ElementRun& run, GstClockTime due) {
+  EXPECT_EQ(stalls(run.messages()), 0);
+  advance_clock(run.harness(), due - GST_MSECOND);
+  EXPECT_EQ(stalls(run.messages()), 0) << "early";
+  EXPECT_EQ(next_clock_wait(run.harness()), due);
+  advance_clock(run.harness(), due);
+  return run.wait_for_stall();
 }
 
 // A live feed that stops without EOS: once the clock has run upstream's latency + latency +
@@ -937,6 +953,61 @@ TEST(SpeakerChangeElement, StallClockIsWatchedOnlyForALivePlayingUpstream) {
   ASSERT_EQ(gst_element_set_state(e, GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
   EXPECT_EQ(next_clock_wait(run.harness()), at(2) + wait);  // for the newest audio
   for (const auto& c : run.messages()) EXPECT_FALSE(c.stalled) << c;
+}
+
+// Time stamps that lag the clock by far more than the wait (an appsrc that stamps from 0 once
+// the pipeline has played for a minute, a streaming thread held up downstream): judged by them
+// alone every buffer would arrive overdue, a stall would be announced and the next buffer would
+// resume, over and over. While audio keeps arriving the feed is alive and analysed; once it stops,
+// the stall comes `wait` after the last arrival.
+TEST(SpeakerChangeElement, LiveTimeStampsThatLagTheClockStallOnlyWhenAudioStopsArriving) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);  // throughput: nothing dropped, the same changes on every machine
+  gst_harness_set_upstream_latency(run.harness(), 100 * GST_MSECOND);
+  // After the last arrival: latency + stall-margin (1 s by default); upstream's latency is how
+  // late audio arrives on time, not part of this wait.
+  const GstClockTime wait = kLatency + GST_SECOND;
+  const GstClockTime lag = 60 * GST_SECOND;
+  advance_clock(run.harness(), lag);
+
+  // The recording from 18 s on (turns at 21.75 and 28.48 s), a second at a time from buffer time 0.
+  const size_t from = samples(18);
+  const GstClockTime end = gst_util_uint64_scale_int(sample.size() - from, GST_SECOND, kRate);
+  const GstClockTime last_arrival = lag + at((sample.size() - from - 1) / kRate);
+  push_live(run, sample, from, sample.size(), 0, lag);
+  const Change stall = stall_due_at(run, last_arrival + wait);
+  EXPECT_EQ(stall.timestamp, end);
+  EXPECT_EQ(stall.delay, last_arrival + wait - end);  // how far the clock is past the audio
+  const auto events = run.events();
+  EXPECT_EQ(stalls(events), 1) << describe(events);
+  // One time line, analysed: both turn changes were found.
+  for (const double turn : {21.75 - 18, 28.48 - 18})
+    EXPECT_TRUE(std::any_of(events.begin(), events.end(),
+                            [&](const Change& c) {
+                              return !c.stalled && !c.previous.empty() &&
+                                     std::fabs(secs(c.timestamp) - turn) < 0.5;
+                            }))
+        << "no turn change at " << turn << " s: " << describe(events);
+  EXPECT_TRUE(run.errors().empty());
+}
+
+// GAP events keep a live feed alive: one with a duration is silence up to its end, one without
+// adds no audio but shows that the feed still delivers. While either keeps coming no stall is
+// announced; the stall comes `wait` after the last of them.
+TEST(SpeakerChangeElement, GapEventsKeepALiveFeedFromStalling) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);
+  const GstClockTime wait = kLatency + GST_SECOND;
+  push_live(run, sample, 0, samples(2), 0);
+  for (int k = 2; k < 22; ++k) {  // a GAP event a second, with a duration up to 12 s
+    run.event(gst_event_new_gap(at(k), k < 12 ? GST_SECOND : GST_CLOCK_TIME_NONE));
+    advance_clock(run.harness(), at(k + 1));
+  }
+  const GstClockTime last_arrival = at(21);
+  const Change stall = stall_due_at(run, last_arrival + wait);
+  EXPECT_EQ(stall.timestamp, at(12));  // the end of the last GAP with a duration
+  EXPECT_EQ(stall.delay, last_arrival + wait - at(12));
+  EXPECT_TRUE(run.errors().empty());
 }
 
 TEST(SpeakerChangeElement, MessagesAndEventsCanBeSwitchedOff) {
