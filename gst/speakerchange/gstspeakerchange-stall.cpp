@@ -76,7 +76,8 @@ void announce_stall(GstElement* element, gpointer) {
   auto* self = GST_SPEAKER_CHANGE(element);
   GstPad* sinkpad = GST_BASE_TRANSFORM_SINK_PAD(self);
   GST_PAD_STREAM_LOCK(sinkpad);
-  // Deactivating the pad (stop) sets flushing first and then waits for this lock.
+  // Deactivating the pad (stop) sets flushing first and then waits for this lock; a flush
+  // forgets the watch on FLUSH_STOP.
   GST_OBJECT_LOCK(sinkpad);
   const bool flushing = GST_PAD_IS_FLUSHING(sinkpad);
   GST_OBJECT_UNLOCK(sinkpad);
@@ -91,6 +92,9 @@ void announce_stall(GstElement* element, gpointer) {
       stalled = t.watch.stall(now);
       waited = static_cast<GstClockTime>(t.watch.silent_for(now));
     }
+    // Not (yet) stalled: the clock fired, so nothing is armed, and in a real stall no audio will
+    // come to arm it again (the clock may also read a little short of the time it fired for).
+    if (!stalled) arm_locked(self, t);
   }
   if (stalled) stall_stretch(self, waited);
   GST_PAD_STREAM_UNLOCK(sinkpad);
