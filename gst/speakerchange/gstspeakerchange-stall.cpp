@@ -32,24 +32,48 @@ void disarm_locked(StallTimer& t) {
 void announce_stall(GstElement* element, gpointer);
 gboolean on_clock(GstClock*, GstClockTime time, GstClockID id, gpointer data);
 
+// Why `clock` cannot wait asynchronously for `due` (running time) after `base_time`, or null.
+// Checked first because gst_clock_id_wait_async() fails these cases before it takes over the
+// reference to the element it is given, and for an invalid time calls on_clock() at once, here,
+// under the timer's mutex.
+const char* cannot_wait(GstClock* clock, GstClockTime base_time, int64_t due) {
+  if (!GST_OBJECT_FLAG_IS_SET(clock, GST_CLOCK_FLAG_CAN_DO_SINGLE_ASYNC) ||
+      !GST_CLOCK_GET_CLASS(clock)->wait_async)
+    return "the clock cannot wait asynchronously";
+  if (!GST_CLOCK_TIME_IS_VALID(base_time) ||
+      static_cast<GstClockTime>(due) >= GST_CLOCK_TIME_NONE - base_time)
+    return "the deadline is beyond the clock's range";
+  return nullptr;
+}
+
 // Armed once per deadline, not re-armed on every buffer: when the id fires and audio came in the
 // meantime, on_clock() moves it on. One clock wake-up per `wait` instead of fifty a second on
 // each of a hundred channels.
 void arm_locked(GstSpeakerChange* self, StallTimer& t) {
-  if (t.id || !t.playing) return;
+  if (t.id || !t.playing || t.cannot_wait) return;
   const int64_t due = t.watch.deadline();
   if (due == StallWatch::kNever) return;
   GstClock* clock = gst_element_get_clock(GST_ELEMENT(self));
   if (!clock) return;
-  t.base_time = gst_element_get_base_time(GST_ELEMENT(self));
-  t.id = gst_clock_new_single_shot_id(clock, t.base_time + static_cast<GstClockTime>(due));
+  const GstClockTime base_time = gst_element_get_base_time(GST_ELEMENT(self));
+  const char* why = cannot_wait(clock, base_time, due);
+  if (!why) {
+    t.base_time = base_time;
+    t.id = gst_clock_new_single_shot_id(clock, base_time + static_cast<GstClockTime>(due));
+    // The id holds the element until it is freed, so that a late callback never sees it
+    // finalised; past the checks above the clock owns that reference even if the wait fails.
+    if (gst_clock_id_wait_async(t.id, on_clock, gst_object_ref(self), gst_object_unref) !=
+        GST_CLOCK_OK) {
+      gst_clock_id_unref(t.id);
+      t.id = nullptr;
+      why = "the clock refused the wait";
+    }
+  }
   gst_object_unref(clock);
-  // The id holds the element until it is freed, so that a late callback never sees it finalised.
-  if (gst_clock_id_wait_async(t.id, on_clock, gst_object_ref(self), gst_object_unref) !=
-      GST_CLOCK_OK) {
-    GST_WARNING_OBJECT(self, "cannot wait on the clock: stalls will not be announced");
-    gst_clock_id_unref(t.id);
-    t.id = nullptr;
+  if (why) {
+    // Once: this would otherwise repeat on every buffer.
+    t.cannot_wait = true;
+    GST_WARNING_OBJECT(self, "%s: stalls will not be announced", why);
   }
 }
 
@@ -107,6 +131,7 @@ void stall_start(GstSpeakerChange* self, int64_t wait, int64_t lateness) {
   std::lock_guard<std::mutex> lock(t.mutex);
   disarm_locked(t);
   t.watch = StallWatch(wait, lateness);
+  t.cannot_wait = false;
 }
 
 void stall_audio(GstSpeakerChange* self, GstClockTime running_time) {
@@ -140,8 +165,10 @@ void stall_set_playing(GstSpeakerChange* self, bool playing) {
   StallTimer& t = *self->stall;
   std::lock_guard<std::mutex> lock(t.mutex);
   t.playing = playing;
-  // Leaving PLAYING: the base time changes on the way back, so the id is made again then.
+  // Leaving PLAYING: the base time changes on the way back, so the id is made again then, perhaps
+  // on another clock (worth another try if this one could not wait).
   if (!playing) disarm_locked(t);
+  if (playing) t.cannot_wait = false;
   arm_locked(self, t);
 }
 

@@ -24,6 +24,9 @@ struct StallTimer {
   bool playing = false;          // the clock counts only while PLAYING
   GstClockID id = nullptr;       // armed for the watch's deadline, if any
   GstClockTime base_time = 0;    // the element's base time when `id` was armed
+  // The clock could not wait for the deadline (no asynchronous waits, a time out of its range):
+  // not tried again, and said once, until the next stream or PLAYING (perhaps another clock).
+  bool cannot_wait = false;
 };
 
 // Live upstream (streaming thread): from now on the stream stalls `wait` ns after its newest

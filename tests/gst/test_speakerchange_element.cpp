@@ -1010,6 +1010,65 @@ TEST(SpeakerChangeElement, GapEventsKeepALiveFeedFromStalling) {
   EXPECT_TRUE(run.errors().empty());
 }
 
+// A clock without asynchronous waits (GstClock's own class has none).
+struct SyncOnlyClock {
+  GstClock parent;
+};
+struct SyncOnlyClockClass {
+  GstClockClass parent_class;
+};
+G_DEFINE_TYPE(SyncOnlyClock, sync_only_clock, GST_TYPE_CLOCK)
+GstClockTime sync_only_clock_time(GstClock*) {
+  return 0;
+}
+void sync_only_clock_class_init(SyncOnlyClockClass* klass) {
+  GST_CLOCK_CLASS(klass)->get_internal_time = sync_only_clock_time;
+}
+void sync_only_clock_init(SyncOnlyClock*) {}
+
+// Counts the element's warnings that say stalls will not be announced.
+gint stall_warnings = 0;
+void count_stall_warnings(GstDebugCategory* category, GstDebugLevel level, const gchar*,
+                          const gchar*, gint, GObject*, GstDebugMessage* message, gpointer) {
+  if (level == GST_LEVEL_WARNING &&
+      std::strcmp(gst_debug_category_get_name(category), "speakerchange") == 0 &&
+      std::strstr(gst_debug_message_get(message), "stalls will not be announced"))
+    g_atomic_int_inc(&stall_warnings);
+}
+
+// A clock the element cannot wait on for the deadline (no asynchronous waits; a deadline beyond
+// the clock's range): stalls go unannounced, which is said once, not on every buffer, and no wait
+// that never registered keeps a reference to the element.
+TEST(SpeakerChangeElement, StallWatchWithoutAClockWaitWarnsOnceAndLeaksNothing) {
+  gst_debug_set_threshold_for_name("speakerchange", GST_LEVEL_WARNING);
+  gst_debug_add_log_function(count_stall_warnings, nullptr, nullptr);
+  {
+    ElementRun run({}, true);
+    GstElement* e = run.harness()->element;
+    GstClock* clock = GST_CLOCK(g_object_new(sync_only_clock_get_type(), nullptr));
+    gst_object_ref_sink(clock);
+    gst_element_set_clock(e, clock);
+    g_atomic_int_set(&stall_warnings, 0);
+    run.push_silence(samples(0.1), 0);  // the stream starts: the element takes references
+    const int refs = GST_OBJECT_REFCOUNT_VALUE(e);
+    run.push_silence(samples(1), at(0.1));
+    EXPECT_EQ(GST_OBJECT_REFCOUNT_VALUE(e), refs);
+    EXPECT_EQ(g_atomic_int_get(&stall_warnings), 1);
+    gst_object_unref(clock);
+  }
+  {
+    ElementRun run({}, true);
+    GstElement* e = run.harness()->element;
+    gst_element_set_base_time(e, GST_CLOCK_TIME_NONE - GST_SECOND);
+    g_atomic_int_set(&stall_warnings, 0);
+    run.push_silence(samples(1), 0);
+    EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // nothing armed, wrapped
+    EXPECT_EQ(g_atomic_int_get(&stall_warnings), 1);
+  }
+  gst_debug_remove_log_function(count_stall_warnings);
+  gst_debug_unset_threshold_for_name("speakerchange");
+}
+
 TEST(SpeakerChangeElement, MessagesAndEventsCanBeSwitchedOff) {
   REQUIRE_SAMPLE();
   {
