@@ -21,7 +21,8 @@
 
 namespace speakerseg {
 
-// The element's stall-margin: seconds past upstream's latency and `latency`; -1: never stalls.
+// The element's stall-margin: seconds past upstream's latency and `latency`; negative (the range
+// allows down to -1): never stalls.
 inline constexpr SettingRange kStallMarginRange{"stall-margin", -1.0, 3600.0, " s"};
 inline constexpr double kDefaultStallMargin = 1.0;
 

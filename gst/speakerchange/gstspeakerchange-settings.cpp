@@ -449,8 +449,9 @@ void install_properties(GObjectClass* gobject_class) {
    * anything (a GAP event without a duration too) last arrived, as when a network stream drops
    * without an EOS. The element then announces what the audio it holds still decides (as at EOS),
    * and a change to nobody with `stalled` %TRUE; analysis resumes with the next audio, on a new
-   * time line. The margin absorbs network jitter and bursts. -1: never (for sources that
-   * legitimately send nothing for long, without GAP events). Not used with a non-live upstream.
+   * time line. The margin absorbs network jitter and bursts. -1 (any negative value): never (for
+   * sources that legitimately send nothing for long, without GAP events). Not used with a non-live
+   * upstream.
    */
   g_object_class_install_property(
       gobject_class, PROP_STALL_MARGIN,

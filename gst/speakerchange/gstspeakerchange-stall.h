@@ -17,7 +17,10 @@
 namespace gstspeakerchange {
 
 // Shared by the streaming thread (audio), the clock thread (the id fires), the announcing thread
-// and state changes, all under `mutex`; never held while waiting for anything else.
+// and state changes, all under `mutex`. Held only briefly, but not alone: under it object locks
+// are taken (the element's and, to log, its parents'; the clock's, to read it and to arm and
+// unschedule the id), so nothing may take `mutex` while holding one of those (the clock calls
+// on_clock() without its own). The stream lock is taken before it, never under it.
 struct StallTimer {
   std::mutex mutex;
   speakerseg::StallWatch watch;  // in running time

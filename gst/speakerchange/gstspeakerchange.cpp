@@ -174,10 +174,12 @@
  * change included), but without ending the stream, and announces nobody: a `speaker-change` with
  * `speaker` "" and `stalled` %TRUE, also when nobody was speaking. A lost feed thus never reads as
  * the last speaker still talking. The announcement is made from a thread of GStreamer's pool under
- * the stream lock, in order with the events around it. When audio comes back, analysis resumes on
- * a new time line, as after a discontinuity (new speaker labels, the first change from ""). The
- * clock counts only in PLAYING; flushes, EOS and stopping disarm it, and
- * #GstSpeakerChange:stall-margin -1 switches the watch off.
+ * the stream lock, in order with the events around it: the messages of a stall are posted from that
+ * thread while it holds the stream lock, so a bus sync handler must not change the pipeline's state
+ * in reaction to them (that waits for the same lock); react from an asynchronous bus watch. When
+ * audio comes back, analysis resumes on a new time line, as after a discontinuity (new speaker
+ * labels, the first change from ""). The clock counts only in PLAYING; flushes, EOS and stopping
+ * disarm it, and #GstSpeakerChange:stall-margin -1 (any negative value) switches the watch off.
  *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
  * Consumers of the events that need the changes in time should plan for `delay`.
