@@ -1010,6 +1010,36 @@ TEST(SpeakerChangeElement, GapEventsKeepALiveFeedFromStalling) {
   EXPECT_TRUE(run.errors().empty());
 }
 
+// A flush forgets the watch: FLUSH_STOP disarms it, and a stall the clock found due just before a
+// flush is not announced after it. The announcement waits for the stream lock, which the test
+// holds from before the clock fires until after the flush. The next audio watches afresh.
+TEST(SpeakerChangeElement, FlushForgetsTheStallWatch) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);
+  const GstClockTime wait = kLatency + GST_SECOND;
+  push_live(run, sample, 0, samples(2), 0);
+  ASSERT_NE(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  run.flush();
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  advance_clock(run.harness(), at(10));
+  EXPECT_EQ(stalls(run.messages()), 0);
+
+  push_live(run, sample, samples(2), samples(4), at(10));  // audio up to 12 s, on time
+  GstPad* sink = gst_element_get_static_pad(run.harness()->element, "sink");
+  GST_PAD_STREAM_LOCK(sink);
+  advance_clock(run.harness(), at(12) + wait);
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // fired: the stall is due
+  run.flush();
+  GST_PAD_STREAM_UNLOCK(sink);
+  gst_object_unref(sink);
+
+  push_live(run, sample, samples(4), samples(6), at(15));  // audio up to 17 s, on time
+  const Change stall = stall_due_at(run, at(17) + wait);
+  EXPECT_EQ(stall.timestamp, at(17));
+  EXPECT_EQ(stalls(run.messages()), 1) << describe(run.messages());
+  EXPECT_TRUE(run.errors().empty());
+}
+
 // A clock without asynchronous waits (GstClock's own class has none).
 struct SyncOnlyClock {
   GstClock parent;
