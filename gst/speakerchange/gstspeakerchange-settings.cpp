@@ -444,12 +444,14 @@ void install_properties(GObjectClass* gobject_class) {
    * GstSpeakerChange:stall-margin:
    *
    * With a live upstream: a feed counts as stalled once the pipeline clock has run this many
-   * seconds, on top of upstream's latency and #GstSpeakerChange:latency, past the end of the
-   * newest audio (buffers or GAP events) without more arriving, as when a network stream drops
-   * without an EOS. The element then announces what the audio it holds still decides (as at
-   * EOS), and a change to nobody with `stalled` %TRUE; analysis resumes with the next audio, on
-   * a new time line. The margin absorbs network jitter and bursts. -1: never (for sources that
-   * legitimately send nothing for long, without GAP events). Not used with a non-live upstream.
+   * seconds, on top of upstream's latency and #GstSpeakerChange:latency, past the end of the newest
+   * audio (buffers, GAP events with a duration), and this plus #GstSpeakerChange:latency after
+   * anything (a GAP event without a duration too) last arrived, as when a network stream drops
+   * without an EOS. The element then announces what the audio it holds still decides (as at EOS),
+   * and a change to nobody with `stalled` %TRUE; analysis resumes with the next audio, on a new
+   * time line. The margin absorbs network jitter and bursts. -1 (any negative value): never (for
+   * sources that legitimately send nothing for long, without GAP events). Not used with a non-live
+   * upstream.
    */
   g_object_class_install_property(
       gobject_class, PROP_STALL_MARGIN,

@@ -230,12 +230,14 @@ bool ensure_segmenter(GstSpeakerChange* self) {
   if (live) {
     // Audio reaches the element upstream's latency after its running time: only lateness
     // beyond that and `latency` (and the margin) means nothing more is coming.
-    const int64_t wait = speakerseg::stall_wait(
-        s->settings.latency, s->stall_margin,
-        GST_CLOCK_TIME_IS_VALID(upstream_latency) ? static_cast<int64_t>(upstream_latency) : 0);
-    GST_INFO_OBJECT(self, "a stall is declared %" GST_STIME_FORMAT " after the newest audio",
-                    GST_STIME_ARGS(wait));
-    stall_start(self, wait);
+    const int64_t upstream =
+        GST_CLOCK_TIME_IS_VALID(upstream_latency) ? static_cast<int64_t>(upstream_latency) : 0;
+    const int64_t wait = speakerseg::stall_wait(s->settings.latency, s->stall_margin, upstream);
+    GST_INFO_OBJECT(self,
+                    "a stall is declared %" GST_STIME_FORMAT
+                    " after the newest audio and %" GST_STIME_FORMAT " after it arrived",
+                    GST_STIME_ARGS(wait), GST_STIME_ARGS(std::max<int64_t>(wait - upstream, 0)));
+    stall_start(self, wait, upstream);
   }
   return true;
 }

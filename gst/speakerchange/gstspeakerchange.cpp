@@ -157,24 +157,31 @@
  * labels, from that buffer. Buffers flagged %GST_BUFFER_FLAG_GAP count as silence. A GAP event
  * shorter than 5 s is filled with silence; a longer one ends the stretch like a discontinuity, and
  * the next stretch begins where it ends, even for a buffer without a timestamp (a GAP event
- * without duration is forwarded and otherwise ignored). FLUSH_STOP forgets everything
- * that was pending. A caps change between F32LE and S16LE continues the same time line.
+ * without duration adds no audio; it only shows a live feed alive, below). FLUSH_STOP forgets
+ * everything that was pending. A caps change between F32LE and S16LE continues the same time line.
  *
  * ## Live feeds that stall
  *
  * A live source that stops delivering (a dropped feed, a network stream whose end never comes)
  * sends no EOS. With a live upstream the element watches the pipeline clock: once it has run
  * upstream's latency (its answer to the LATENCY query) + #GstSpeakerChange:latency +
- * #GstSpeakerChange:stall-margin past the end of the newest audio (buffers and GAP events) with
- * nothing more arriving, the feed counts as stalled. The element then ends the stretch as at EOS
- * (the last, partial window runs, every remaining frame becomes final and the changes the audio
- * still decides go out, the last turn change included), but without ending the stream, and
- * announces nobody: a `speaker-change` with `speaker` "" and `stalled` %TRUE, also when nobody was
- * speaking. A lost feed thus never reads as the last speaker still talking. The announcement is
- * made from a thread of GStreamer's pool under the stream lock, in order with the events around
- * it. When audio comes back, analysis resumes on a new time line, as after a discontinuity (new
- * speaker labels, the first change from ""). The clock counts only in PLAYING; flushes, EOS and
- * stopping disarm it, and #GstSpeakerChange:stall-margin -1 switches the watch off.
+ * #GstSpeakerChange:stall-margin past the end of the newest audio (buffers, GAP events with a
+ * duration), and #GstSpeakerChange:latency + #GstSpeakerChange:stall-margin past the moment
+ * anything last arrived (a GAP event without a duration too), the feed counts as stalled. The
+ * arrival counts because a source's time stamps may lag the clock by more than that (an appsrc that
+ * stamps from 0 after the pipeline has played a while), and such a feed is not stalled while it
+ * delivers; upstream's latency is left out there, as audio that arrives that long after its end is
+ * on time. The element then ends the stretch as at EOS (the last, partial window runs, every
+ * remaining frame becomes final and the changes the audio still decides go out, the last turn
+ * change included), but without ending the stream, and announces nobody: a `speaker-change` with
+ * `speaker` "" and `stalled` %TRUE, also when nobody was speaking. A lost feed thus never reads as
+ * the last speaker still talking. The announcement is made from a thread of GStreamer's pool under
+ * the stream lock, in order with the events around it: the messages of a stall are posted from that
+ * thread while it holds the stream lock, so a bus sync handler must not change the pipeline's state
+ * in reaction to them (that waits for the same lock); react from an asynchronous bus watch. When
+ * audio comes back, analysis resumes on a new time line, as after a discontinuity (new speaker
+ * labels, the first change from ""). The clock counts only in PLAYING; flushes, EOS and stopping
+ * disarm it, and #GstSpeakerChange:stall-margin -1 (any negative value) switches the watch off.
  *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
  * Consumers of the events that need the changes in time should plan for `delay`.
@@ -356,7 +363,11 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
     case GST_EVENT_GAP: {
       GstClockTime timestamp, duration;
       gst_event_parse_gap(event, &timestamp, &duration);
-      if (!GST_CLOCK_TIME_IS_VALID(duration)) break;
+      if (!GST_CLOCK_TIME_IS_VALID(duration)) {
+        // No time to fill, but proof that the live feed still delivers.
+        if (s->live) stall_audio(self, GST_CLOCK_TIME_NONE);
+        break;
+      }
       if (duration < kMaxFilledGap) {
         const guint64 n =
             gst_util_uint64_scale_round(duration, speakerseg::kSampleRate, GST_SECOND);

@@ -842,15 +842,31 @@ GstClockTime next_clock_wait(GstHarness* h) {
 }
 
 // audio[from, to) as a live source delivers it, from buffer time `pts`: a second at a time, the
-// clock following.
+// clock following, `lag` ahead of the buffer times.
 void push_live(ElementRun& run, const std::vector<float>& audio, size_t from, size_t to,
-               GstClockTime pts) {
+               GstClockTime pts, GstClockTime lag = 0) {
   for (size_t i = from; i < to; i += kRate) {
     const size_t end = std::min(to, i + kRate);
     const GstClockTime at_i = pts + gst_util_uint64_scale_int(i - from, GST_SECOND, kRate);
     run.push(audio, i, end, at_i);
-    advance_clock(run.harness(), at_i + gst_util_uint64_scale_int(end - i, GST_SECOND, kRate));
+    advance_clock(run.harness(),
+                  lag + at_i + gst_util_uint64_scale_int(end - i, GST_SECOND, kRate));
   }
+}
+
+// How many of `changes` announce a stall.
+long stalls(const std::vector<Change>& changes) {
+  return std::count_if(changes.begin(), changes.end(), [](const Change& c) { return c.stalled; });
+}
+
+// No stall announced before the clock reaches `due`, where the element waits; then the stall.
+Change stall_due_at(ElementRun& run, GstClockTime due) {
+  EXPECT_EQ(stalls(run.messages()), 0);
+  advance_clock(run.harness(), due - GST_MSECOND);
+  EXPECT_EQ(stalls(run.messages()), 0) << "early";
+  EXPECT_EQ(next_clock_wait(run.harness()), due);
+  advance_clock(run.harness(), due);
+  return run.wait_for_stall();
 }
 
 // A live feed that stops without EOS: once the clock has run upstream's latency + latency +
@@ -937,6 +953,150 @@ TEST(SpeakerChangeElement, StallClockIsWatchedOnlyForALivePlayingUpstream) {
   ASSERT_EQ(gst_element_set_state(e, GST_STATE_PLAYING), GST_STATE_CHANGE_SUCCESS);
   EXPECT_EQ(next_clock_wait(run.harness()), at(2) + wait);  // for the newest audio
   for (const auto& c : run.messages()) EXPECT_FALSE(c.stalled) << c;
+}
+
+// Time stamps that lag the clock by far more than the wait (an appsrc that stamps from 0 once
+// the pipeline has played for a minute, a streaming thread held up downstream): judged by them
+// alone every buffer would arrive overdue, a stall would be announced and the next buffer would
+// resume, over and over. While audio keeps arriving the feed is alive and analysed; once it stops,
+// the stall comes `wait` after the last arrival.
+TEST(SpeakerChangeElement, LiveTimeStampsThatLagTheClockStallOnlyWhenAudioStopsArriving) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);  // throughput: nothing dropped, the same changes on every machine
+  gst_harness_set_upstream_latency(run.harness(), 100 * GST_MSECOND);
+  // After the last arrival: latency + stall-margin (1 s by default); upstream's latency is how
+  // late audio arrives on time, not part of this wait.
+  const GstClockTime wait = kLatency + GST_SECOND;
+  const GstClockTime lag = 60 * GST_SECOND;
+  advance_clock(run.harness(), lag);
+
+  // The recording from 18 s on (turns at 21.75 and 28.48 s), a second at a time from buffer time 0.
+  const size_t from = samples(18);
+  const GstClockTime end = gst_util_uint64_scale_int(sample.size() - from, GST_SECOND, kRate);
+  const GstClockTime last_arrival = lag + at((sample.size() - from - 1) / kRate);
+  push_live(run, sample, from, sample.size(), 0, lag);
+  const Change stall = stall_due_at(run, last_arrival + wait);
+  EXPECT_EQ(stall.timestamp, end);
+  EXPECT_EQ(stall.delay, last_arrival + wait - end);  // how far the clock is past the audio
+  const auto events = run.events();
+  EXPECT_EQ(stalls(events), 1) << describe(events);
+  // One time line, analysed: both turn changes were found.
+  for (const double turn : {21.75 - 18, 28.48 - 18})
+    EXPECT_TRUE(std::any_of(events.begin(), events.end(),
+                            [&](const Change& c) {
+                              return !c.stalled && !c.previous.empty() &&
+                                     std::fabs(secs(c.timestamp) - turn) < 0.5;
+                            }))
+        << "no turn change at " << turn << " s: " << describe(events);
+  EXPECT_TRUE(run.errors().empty());
+}
+
+// GAP events keep a live feed alive: one with a duration is silence up to its end, one without
+// adds no audio but shows that the feed still delivers. While either keeps coming no stall is
+// announced; the stall comes `wait` after the last of them.
+TEST(SpeakerChangeElement, GapEventsKeepALiveFeedFromStalling) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);
+  const GstClockTime wait = kLatency + GST_SECOND;
+  push_live(run, sample, 0, samples(2), 0);
+  for (int k = 2; k < 22; ++k) {  // a GAP event a second, with a duration up to 12 s
+    run.event(gst_event_new_gap(at(k), k < 12 ? GST_SECOND : GST_CLOCK_TIME_NONE));
+    advance_clock(run.harness(), at(k + 1));
+  }
+  const GstClockTime last_arrival = at(21);
+  const Change stall = stall_due_at(run, last_arrival + wait);
+  EXPECT_EQ(stall.timestamp, at(12));  // the end of the last GAP with a duration
+  EXPECT_EQ(stall.delay, last_arrival + wait - at(12));
+  EXPECT_TRUE(run.errors().empty());
+}
+
+// A flush forgets the watch: FLUSH_STOP disarms it, and a stall the clock found due just before a
+// flush is not announced after it. The announcement waits for the stream lock, which the test
+// holds from before the clock fires until after the flush. The next audio watches afresh.
+TEST(SpeakerChangeElement, FlushForgetsTheStallWatch) {
+  REQUIRE_SAMPLE();
+  ElementRun run({}, true);
+  const GstClockTime wait = kLatency + GST_SECOND;
+  push_live(run, sample, 0, samples(2), 0);
+  ASSERT_NE(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  run.flush();
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);
+  advance_clock(run.harness(), at(10));
+  EXPECT_EQ(stalls(run.messages()), 0);
+
+  push_live(run, sample, samples(2), samples(4), at(10));  // audio up to 12 s, on time
+  GstPad* sink = gst_element_get_static_pad(run.harness()->element, "sink");
+  GST_PAD_STREAM_LOCK(sink);
+  advance_clock(run.harness(), at(12) + wait);
+  EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // fired: the stall is due
+  run.flush();
+  GST_PAD_STREAM_UNLOCK(sink);
+  gst_object_unref(sink);
+
+  push_live(run, sample, samples(4), samples(6), at(15));  // audio up to 17 s, on time
+  const Change stall = stall_due_at(run, at(17) + wait);
+  EXPECT_EQ(stall.timestamp, at(17));
+  EXPECT_EQ(stalls(run.messages()), 1) << describe(run.messages());
+  EXPECT_TRUE(run.errors().empty());
+}
+
+// A clock without asynchronous waits (GstClock's own class has none).
+struct SyncOnlyClock {
+  GstClock parent;
+};
+struct SyncOnlyClockClass {
+  GstClockClass parent_class;
+};
+G_DEFINE_TYPE(SyncOnlyClock, sync_only_clock, GST_TYPE_CLOCK)
+GstClockTime sync_only_clock_time(GstClock*) {
+  return 0;
+}
+void sync_only_clock_class_init(SyncOnlyClockClass* klass) {
+  GST_CLOCK_CLASS(klass)->get_internal_time = sync_only_clock_time;
+}
+void sync_only_clock_init(SyncOnlyClock*) {}
+
+// Counts the element's warnings that say stalls will not be announced.
+gint stall_warnings = 0;
+void count_stall_warnings(GstDebugCategory* category, GstDebugLevel level, const gchar*,
+                          const gchar*, gint, GObject*, GstDebugMessage* message, gpointer) {
+  if (level == GST_LEVEL_WARNING &&
+      std::strcmp(gst_debug_category_get_name(category), "speakerchange") == 0 &&
+      std::strstr(gst_debug_message_get(message), "stalls will not be announced"))
+    g_atomic_int_inc(&stall_warnings);
+}
+
+// A clock the element cannot wait on for the deadline (no asynchronous waits; a deadline beyond
+// the clock's range): stalls go unannounced, which is said once, not on every buffer, and no wait
+// that never registered keeps a reference to the element.
+TEST(SpeakerChangeElement, StallWatchWithoutAClockWaitWarnsOnceAndLeaksNothing) {
+  gst_debug_set_threshold_for_name("speakerchange", GST_LEVEL_WARNING);
+  gst_debug_add_log_function(count_stall_warnings, nullptr, nullptr);
+  {
+    ElementRun run({}, true);
+    GstElement* e = run.harness()->element;
+    GstClock* clock = GST_CLOCK(g_object_new(sync_only_clock_get_type(), nullptr));
+    gst_object_ref_sink(clock);
+    gst_element_set_clock(e, clock);
+    g_atomic_int_set(&stall_warnings, 0);
+    run.push_silence(samples(0.1), 0);  // the stream starts: the element takes references
+    const int refs = GST_OBJECT_REFCOUNT_VALUE(e);
+    run.push_silence(samples(1), at(0.1));
+    EXPECT_EQ(GST_OBJECT_REFCOUNT_VALUE(e), refs);
+    EXPECT_EQ(g_atomic_int_get(&stall_warnings), 1);
+    gst_object_unref(clock);
+  }
+  {
+    ElementRun run({}, true);
+    GstElement* e = run.harness()->element;
+    gst_element_set_base_time(e, GST_CLOCK_TIME_NONE - GST_SECOND);
+    g_atomic_int_set(&stall_warnings, 0);
+    run.push_silence(samples(1), 0);
+    EXPECT_EQ(next_clock_wait(run.harness()), GST_CLOCK_TIME_NONE);  // nothing armed, wrapped
+    EXPECT_EQ(g_atomic_int_get(&stall_warnings), 1);
+  }
+  gst_debug_remove_log_function(count_stall_warnings);
+  gst_debug_unset_threshold_for_name("speakerchange");
 }
 
 TEST(SpeakerChangeElement, MessagesAndEventsCanBeSwitchedOff) {

@@ -258,8 +258,9 @@ TEST(StallWatch, StallsOnceWaitPastTheNewestAudioAndResumesWithAudio) {
   StallWatch w(3 * s);
   EXPECT_EQ(w.deadline(), StallWatch::kNever);  // no audio yet: nothing to miss
   EXPECT_FALSE(w.stall(100 * s));
-  EXPECT_FALSE(w.audio(1 * s));
-  EXPECT_FALSE(w.audio(2 * s));
+  // On time: each second arrives when it ends.
+  EXPECT_FALSE(w.audio(1 * s, 1 * s));
+  EXPECT_FALSE(w.audio(2 * s, 2 * s));
   EXPECT_EQ(w.deadline(), 5 * s);
   EXPECT_FALSE(w.stall(5 * s - 1));
   EXPECT_EQ(w.silent_for(5 * s - 1), 3 * s - 1);
@@ -268,20 +269,83 @@ TEST(StallWatch, StallsOnceWaitPastTheNewestAudioAndResumesWithAudio) {
   EXPECT_EQ(w.deadline(), StallWatch::kNever);
   EXPECT_FALSE(w.stall(9 * s));  // declared once
   EXPECT_EQ(w.silent_for(9 * s), 7 * s);
-  EXPECT_TRUE(w.audio(10 * s));  // the feed is back
+  EXPECT_TRUE(w.audio(10 * s, 10 * s));  // the feed is back
   EXPECT_FALSE(w.stalled());
   EXPECT_EQ(w.deadline(), 13 * s);
-  EXPECT_FALSE(w.audio(4 * s));  // a jump back: the newest audio counts, not the furthest
-  EXPECT_EQ(w.deadline(), 7 * s);
+  // A burst ahead of its time: the end counts, not the arrival, and the newest end, not the
+  // furthest (after a jump back in time the stream goes on from there).
+  EXPECT_FALSE(w.audio(20 * s, 11 * s));
+  EXPECT_EQ(w.deadline(), 23 * s);
+  EXPECT_FALSE(w.audio(12 * s, 11 * s));
+  EXPECT_EQ(w.deadline(), 15 * s);
+  EXPECT_FALSE(w.audio(13 * s, StallWatch::kUnread));  // no clock reading: the last one stands
+  EXPECT_EQ(w.deadline(), 16 * s);
   w.reset();  // EOS, flush: nothing is expected
   EXPECT_EQ(w.deadline(), StallWatch::kNever);
   EXPECT_FALSE(w.stall(100 * s));
   EXPECT_EQ(w.silent_for(100 * s), 0);
+  EXPECT_FALSE(w.audio(1 * s, StallWatch::kUnread));  // the arrival before the reset is gone
+  EXPECT_EQ(w.deadline(), 4 * s);
 
   StallWatch off;  // stall-margin -1
-  off.audio(s);
+  off.audio(s, s);
   EXPECT_EQ(off.deadline(), StallWatch::kNever);
   EXPECT_FALSE(off.stall(std::numeric_limits<int64_t>::max()));
+}
+
+// Time stamps that lag the clock by minutes (an app stamping from 0 after the pipeline has played
+// for five minutes): judged by them alone, every buffer would be overdue on arrival. The feed
+// stalls only once nothing has arrived for the wait.
+TEST(StallWatch, TimeStampsThatLagTheClockStallOnlyWhenNothingArrives) {
+  const int64_t s = 1000000000, ms = s / 1000, lag = 300 * s;
+  StallWatch w(3 * s);
+  int64_t end = 0, arrived = 0;
+  for (int k = 0; k < 500; ++k) {  // ten seconds in 20 ms buffers, each on time for the clock
+    end = (k + 1) * 20 * ms;
+    arrived = lag + end;
+    EXPECT_FALSE(w.audio(end, arrived));
+    EXPECT_EQ(w.deadline(), arrived + 3 * s);
+    ASSERT_FALSE(w.stall(arrived)) << "buffer " << k;
+  }
+  EXPECT_FALSE(w.stall(arrived + 3 * s - 1));
+  EXPECT_TRUE(w.stall(arrived + 3 * s));
+  EXPECT_EQ(w.silent_for(arrived + 3 * s), lag + 3 * s);  // `delay`: the clock past the audio
+
+  // Upstream's latency (200 ms of the wait) is how late audio arrives on time: the arrival is
+  // given the rest, so that a feed as late as announced stalls when its end says, not later.
+  StallWatch late(3 * s + 200 * ms, 200 * ms);
+  EXPECT_FALSE(late.audio(10 * s, 10 * s + 200 * ms));
+  EXPECT_EQ(late.deadline(), 13 * s + 200 * ms);
+  EXPECT_FALSE(late.audio(11 * s, 11 * s + 500 * ms));  // later than announced
+  EXPECT_EQ(late.deadline(), 14 * s + 500 * ms);
+  EXPECT_FALSE(late.audio(12 * s, lag));  // minutes behind the clock
+  EXPECT_EQ(late.deadline(), lag + 3 * s);
+  StallWatch odd(s, 2 * s);  // more lateness than wait: the arrival is given nothing
+  odd.audio(5 * s, 7 * s);
+  EXPECT_EQ(odd.deadline(), 7 * s);
+}
+
+// Something that shows the feed alive without audio (a GAP event without a duration) holds the
+// stall off like audio, but neither starts the watch nor ends a declared stall.
+TEST(StallWatch, ArrivalsWithoutAudioKeepTheFeedAlive) {
+  const int64_t s = 1000000000;
+  StallWatch w(3 * s);
+  w.alive(1 * s);
+  EXPECT_EQ(w.deadline(), StallWatch::kNever);  // no audio yet: nothing to miss
+  EXPECT_FALSE(w.audio(1 * s, 2 * s));
+  EXPECT_EQ(w.deadline(), 5 * s);
+  w.alive(7 * s);
+  EXPECT_EQ(w.deadline(), 10 * s);
+  w.alive(StallWatch::kUnread);
+  EXPECT_EQ(w.deadline(), 10 * s);
+  EXPECT_FALSE(w.stall(10 * s - 1));
+  EXPECT_TRUE(w.stall(10 * s));
+  EXPECT_EQ(w.silent_for(10 * s), 9 * s);
+  w.alive(11 * s);
+  EXPECT_TRUE(w.stalled());
+  EXPECT_EQ(w.deadline(), StallWatch::kNever);
+  EXPECT_TRUE(w.audio(12 * s, 12 * s));  // audio resumes it
+  EXPECT_EQ(w.deadline(), 15 * s);
 }
 
 // The voice threshold left at 0 follows the latency as tuned (docs/identity.md); a set one stands.
