@@ -1543,6 +1543,20 @@ TEST(SpeakerChangeElement, RemoteEngineFindsWhatTheCpuEngineFinds) {
   expect_same_changes(run.events(), reference(sample), 0, 2 * kFrame);
 }
 
+// Two elements on one server at once, a second of audio each in turn, through one shared engine:
+// each finds what the CPU engine finds alone.
+TEST(SpeakerChangeElement, TwoElementsShareOneServer) {
+  REQUIRE_SAMPLE();
+  ElementRun a(remote), b(remote);
+  push_both(a, b, sample, 0, sample.size());
+  a.eos();
+  b.eos();
+  for (ElementRun* run : {&a, &b}) {
+    EXPECT_TRUE(run->errors().empty());
+    expect_same_changes(run->events(), reference(sample), 0, 2 * kFrame);
+  }
+}
+
 // The model file is not needed where the server runs it; the voices go to the server too.
 TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers) {
   REQUIRE_SAMPLE();
