@@ -113,14 +113,20 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   }
   lock.unlock();
 
-  const int frames = frames_for_samples(static_cast<int64_t>(samples));
-  audio_.resize(static_cast<size_t>(n) * samples);
-  logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
-  for (int i = 0; i < n; ++i)
-    std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
-              audio_.begin() + static_cast<size_t>(i) * samples);
+  std::string failure;
   bool unavailable = false;
-  const std::string failure = forward(n, samples, batch.front().submitted, members, &unavailable);
+  const int frames = frames_for_samples(static_cast<int64_t>(samples));
+  try {
+    audio_.resize(static_cast<size_t>(n) * samples);
+    logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
+    for (int i = 0; i < n; ++i)
+      std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
+                audio_.begin() + static_cast<size_t>(i) * samples);
+  } catch (const std::exception& e) {
+    failure = e.what();  // out of memory: this batch's channels fail, the worker goes on
+  }
+  if (failure.empty())
+    failure = forward(n, samples, batch.front().submitted, members, &unavailable);
 
   // Stitching needs no lock: each timeline is this thread's while its channel has windows in
   // flight. A channel reset meanwhile only wastes the work; its results are dropped below.
@@ -154,11 +160,16 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   max_voice_batch_ = std::max(max_voice_batch_, voice.max_partials);
   for (size_t m = 0; m < members.size(); ++m) {
     Channel& c = *members[m].first;
+    const bool current = members[m].second == c.generation;
     int mine = 0;
     for (const auto& item : batch)
       if (item.channel == members[m].first) {
         ++mine;
         c.last_delay = seconds(now - item.submitted);
+        if (current && unavailable)
+          c.lost(item.job);
+        else if (current)
+          c.analysed(item.job);
       }
     // Read before in_flight drops: until then the timeline is the worker's, not a host's.
     c.voice_embeddings = c.timeline.voice_embeddings();
@@ -168,15 +179,10 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
     if (failure.empty() && voice.last_round_partials[m] > 0)
       c.last_voice_batch = voice.last_round_partials[m];
     const std::string& why = failure.empty() ? stitch_failure[m] : failure;
-    if (members[m].second == c.generation && unavailable) {
-      c.dropped += mine;
+    if (current && unavailable) {
       c.unanalysed += mine;
-      for (const auto& item : batch)
-        if (item.channel == members[m].first) c.lost(item.job);
-    } else if (members[m].second == c.generation) {
+    } else if (current) {
       c.processed += mine;
-      for (const auto& item : batch)
-        if (item.channel == members[m].first) c.analysed(item.job);
       if (!why.empty() && c.error.empty()) {
         c.error = why;
         c.queue.clear();  // the channel takes no more windows: free them now
@@ -190,7 +196,7 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
 std::string SharedScheduler::forward(
     int n, size_t samples, Clock::time_point oldest,
     const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members, bool* unavailable) {
-  auto backoff = std::chrono::milliseconds(100);
+  auto backoff = kFirstRetry;
   for (;;) {
     try {
       engine_->forward(audio_.data(), n, static_cast<int>(samples), logprobs_.data());
@@ -208,7 +214,7 @@ std::string SharedScheduler::forward(
         return e.what();
       }
       wake_worker_.wait_for(lock, backoff, [&] { return stop_; });
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      backoff = std::min(backoff * 2, kLastRetry);
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -218,7 +224,7 @@ std::string SharedScheduler::forward(
 int SharedScheduler::embed(const std::vector<const UtteranceRequest*>& requests,
                            std::vector<std::vector<float>>& embeddings) {
   const auto since = Clock::now();
-  auto backoff = std::chrono::milliseconds(100);
+  auto backoff = kFirstRetry;
   for (;;) {
     try {
       return embed_utterances(*voice_, requests, embeddings, kVoiceBatch);
@@ -227,7 +233,7 @@ int SharedScheduler::embed(const std::vector<const UtteranceRequest*>& requests,
       // Under voice_mutex_ only: mutex_ may not be taken here (finish() takes the two the other
       // way round), so the wait is a plain sleep, bounded by outage_wait_.
       std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      backoff = std::min(backoff * 2, kLastRetry);
     }
   }
 }
@@ -367,8 +373,8 @@ void SharedSegmenterChannel::submit(WindowJob job) {
     while (static_cast<int>(c.queue.size()) >= c.max_queue) {
       c.lost(c.queue.front().job);
       c.queue.pop_front();
-      ++c.dropped;
-      if (!s.outage_.empty()) ++c.unanalysed;  // late because the engine is away
+      // Late because the engine is away, or because inference falls behind.
+      ++(s.outage_.empty() ? c.dropped : c.unanalysed);
     }
   } else if (static_cast<int>(c.queue.size()) >= c.max_queue) {
     // Back-pressure: the worker must not hold a full queue back for a fuller batch.

@@ -50,6 +50,9 @@ class SharedScheduler {
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
                   double outage_wait = kDefaultOutageWait);
   static constexpr double kDefaultOutageWait = 10;
+  // The waits between retries of an engine that is unavailable: doubling from the first to the
+  // last.
+  static constexpr std::chrono::milliseconds kFirstRetry{100}, kLastRetry{2000};
   ~SharedScheduler();
   SharedScheduler(const SharedScheduler&) = delete;
   SharedScheduler& operator=(const SharedScheduler&) = delete;
@@ -100,8 +103,8 @@ class SharedScheduler {
     int in_flight = 0;      // windows of this channel in the batch being run
     Clock::time_point in_flight_since;
     uint64_t generation = 0;  // bumped by reset(): results of older windows are discarded
-    uint64_t dropped = 0, processed = 0;
-    uint64_t unanalysed = 0;  // of `dropped`: windows the engine was unavailable for
+    uint64_t dropped = 0, processed = 0;  // dropped: inference fell behind a live stream
+    uint64_t unanalysed = 0;              // dropped because the engine was unavailable
     // Stream time no analysed window covered (windows run in stream order): `uncovered` samples
     // between analysed windows so far, and the dropped windows' audio past the last analysed one
     // (lost_until). kNowhere before the first window of a stretch (reset() starts one).

@@ -30,9 +30,10 @@ class WindowSegmenter {
 
   // The first inference error, if any ("" otherwise); no more windows are taken after it.
   virtual std::string error() const = 0;
+  // Windows dropped because inference fell behind a live stream.
   virtual uint64_t dropped_windows() const = 0;
   // While the engine is unavailable (a remote server lost), why ("" otherwise); windows it could
-  // not analyse in time are dropped, not failed: how many of the dropped ones that was.
+  // not analyse in time are dropped, not failed, and counted here, not in dropped_windows().
   virtual std::string outage() const = 0;
   virtual uint64_t unanalysed_windows() const = 0;
   // Seconds of stream time, since the first window, that no analysed window covered (dropped

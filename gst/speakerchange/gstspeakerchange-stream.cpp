@@ -118,7 +118,7 @@ GstFlowReturn emit_ready(GstSpeakerChange* self, GstClockTime stall_delay = 0) {
   if (!s->segmenter) return GST_FLOW_OK;
   for (const auto& c : s->segmenter->take_changes()) emit_change(self, c, stall_delay);
   // Windows dropped because the engine was away are the outage's, reported below.
-  const uint64_t dropped = s->segmenter->dropped_windows() - s->segmenter->unanalysed_windows();
+  const uint64_t dropped = s->segmenter->dropped_windows();
   if (dropped != s->dropped_reported) {
     GST_WARNING_OBJECT(self,
                        "inference is slower than real time: %" G_GUINT64_FORMAT
