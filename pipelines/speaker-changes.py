@@ -5,7 +5,10 @@
 
 Runs  uridecodebin ! audioconvert ! audioresample ! speakerchange ! fakesink  and prints one JSON
 object per change: {"time": s, "speaker": ..., "previous": ..., "confidence": ..., "active": [...],
-"delay": s} (and, with identity by voice, "voice": the match score). --rttm also writes the current-speaker timeline as RTTM. --live plays the file in
+"delay": s} (and, with identity by voice, "voice": the match score), and per revision (identity by
+voice found later that a change was somebody else) {"revises": s, "speaker": ..., "was": ...,
+"delay": s, "voice": ...}, "revises" being the time of the change it renames. --rttm also writes
+the current-speaker timeline, revisions applied, as RTTM. --live plays the file in
 real time (fakesink sync=true, latency mode), as a live source would deliver it. Any further
 NAME=VALUE arguments are set as properties of speakerchange (e.g. min-speech=0.5 threads=2).
 Progress goes to stderr. Uses the plugin in build/ when it is not installed.
@@ -127,7 +130,23 @@ def main():
 
     def on_message(bus, msg):
         nonlocal error, ended
-        if msg.type == Gst.MessageType.ELEMENT and msg.get_structure().get_name() == "speaker-change":
+        name = msg.get_structure().get_name() if msg.type == Gst.MessageType.ELEMENT else None
+        if name == "speaker-change-revision":
+            s = msg.get_structure()
+            revision = {
+                "revises": round(s.get_value("timestamp") / Gst.SECOND, 3),
+                "speaker": s.get_string("speaker"),
+                "was": s.get_string("previous-speaker"),
+                "delay": round(s.get_value("delay") / Gst.SECOND, 3),
+                "voice": round(s.get_double("voice-score")[1], 3),
+            }
+            # The timeline's turn that began at that change is the revision's speaker's.
+            for c in reversed(changes):
+                if c["time"] == revision["revises"] and c["speaker"]:
+                    c["revised"] = revision["speaker"]
+                    break
+            print(json.dumps(revision), flush=True)
+        elif name == "speaker-change":
             s = msg.get_structure()
             active = s.get_value("active-speakers")
             change = {
@@ -188,7 +207,8 @@ def main():
             for c, nxt in zip(changes, changes[1:] + [None]):
                 stop = nxt["time"] if nxt else end_s
                 if c["speaker"] and stop > c["time"]:
-                    f.write(f"SPEAKER {name} 1 {c['time']:.3f} {stop - c['time']:.3f} <NA> <NA> {c['speaker']} <NA> <NA>\n")
+                    who = c.get("revised", c["speaker"])
+                    f.write(f"SPEAKER {name} 1 {c['time']:.3f} {stop - c['time']:.3f} <NA> <NA> {who} <NA> <NA>\n")
 
 
 if __name__ == "__main__":

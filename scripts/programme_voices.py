@@ -10,9 +10,14 @@ and per split over all formats, the count, mean and extreme of each side, the sh
 --threshold (the stream's match threshold at latency 2 s) and the equal error rate with its
 threshold; then everyone else's turns by their channel (studio, remote, telephone).
 
+With --pairs instead: the first --seconds (3) of every embeddable turn against every other turn
+of its programme, by the two turns' channels: the same person's and different people's cosines
+(count, mean, 5th and 95th percentile), which is how far apart the channel keeps people.
+
   .venv/bin/python3 scripts/programme_voices.py [--splits train development] [--threshold 0.7]
-                                                [--json]
+                                                [--pairs [--seconds 3]] [--json]
 """
+import itertools
 import argparse
 import json
 import pathlib
@@ -44,6 +49,23 @@ def scores(args, split, tmp):
     return rows
 
 
+def pairs(args, split, tmp):
+    """Cosines of turn pairs within each programme, keyed by channel pair and same person or not."""
+    folder = pathlib.Path(args.programmes) / split
+    out = {}
+    for wav, ref, _, _ in evaluate.programme_recordings(folder):
+        manifest = json.loads((folder / f"{wav.stem}.json").read_text())
+        kind = {p["reader"]: p["channel"]["kind"] for p in manifest["people"]}
+        print(f"{wav.stem}: embedding {len(ref)} turns", file=sys.stderr)
+        turns = [(who, kind[who], embed(args.speakerseg, wav, t.start,
+                                        min(t.end, t.start + args.seconds), tmp))
+                 for t, _, who in ref.itertracks(yield_label=True) if t.duration >= PARTIAL]
+        for (w1, k1, e1), (w2, k2, e2) in itertools.combinations(turns, 2):
+            key = ("-".join(sorted([k1, k2])), "same" if w1 == w2 else "different")
+            out.setdefault(key, []).append(float(e1 @ e2))
+    return out
+
+
 def summary(rows, threshold):
     own = np.array([r["cosine"] for r in rows if r["own"]])
     others = np.array([r["cosine"] for r in rows if not r["own"]])
@@ -63,8 +85,12 @@ def main():
     ap.add_argument("--programmes", default=str(evaluate.programmes.OUT))
     ap.add_argument("--model", default=str(evaluate.ROOT / "models" / "segmentation-3.0.onnx"))
     ap.add_argument("--speakerseg", default=str(evaluate.ROOT / "build" / "tools" / "speakerseg"))
+    ap.add_argument("--pairs", action="store_true", help="turn against turn, by channel")
+    ap.add_argument("--seconds", type=float, default=3.0, help="with --pairs: of each turn")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.pairs:
+        return print_pairs(args)
     result = {}
     with tempfile.TemporaryDirectory() as tmp:
         for split in args.splits:
@@ -83,6 +109,23 @@ def main():
     for split, groups in result.items():
         for g, s in groups.items():
             print(f"| {split} | {g} | " + " | ".join(cells(s)) + " |")
+
+
+def print_pairs(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        result = {split: pairs(args, split, tmp) for split in args.splits}
+    stats = lambda x: (f"{len(x)}, {np.mean(x):.3f}, {np.percentile(x, 5):.3f}, "
+                       f"{np.percentile(x, 95):.3f}") if x else "—"
+    if args.json:
+        print(json.dumps({s: {f"{k[0]} {k[1]}": v for k, v in r.items()}
+                          for s, r in result.items()}))
+        return
+    print("| split | channels | same person: n, mean, p5, p95 | different: n, mean, p5, p95 |")
+    print("|---|---|---|---|")
+    for split, r in result.items():
+        for ch in sorted({k[0] for k in r}):
+            print(f"| {split} | {ch} | {stats(r.get((ch, 'same'), []))} | "
+                  f"{stats(r.get((ch, 'different'), []))} |")
 
 
 def cells(s):

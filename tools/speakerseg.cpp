@@ -364,8 +364,10 @@ struct Turn {
   int64_t start, end;  // samples
 };
 
-// Everyone's turns, each until the next change or `end` (the end of the audio); nobody's left out.
-std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& changes, int64_t end) {
+// Everyone's turns, each until the next change or `end` (the end of the audio), with the names
+// revisions gave them; nobody's left out.
+std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& all, int64_t end) {
+  const std::vector<SpeakerChange> changes = apply_revisions(all);
   std::vector<Turn> turns;
   for (size_t i = 0; i < changes.size(); ++i) {
     const int64_t stop = i + 1 < changes.size() ? changes[i + 1].sample : end;
@@ -473,13 +475,16 @@ int cmd_changes(const Args& a) {
   IdentitySettings& id = settings.identity;
   id.enabled = a.flag("reidentify");
   id.match_threshold = a.number("voice-threshold", id.match_threshold);
-  id.keep_threshold = a.number("keep-threshold", id.keep_threshold);
-  id.split_threshold = a.number("split-threshold", id.split_threshold);
+  id.margin = a.number("voice-margin", id.margin);
+  id.keep_floor_short = a.number("keep-floor-short", id.keep_floor_short);
+  id.keep_floor_long = a.number("keep-floor-long", id.keep_floor_long);
+  id.merge_threshold = a.number("merge-threshold", id.merge_threshold);
+  id.narrowband_shift = a.number("narrowband-shift", id.narrowband_shift);
+  id.takeover_threshold = a.number("takeover-threshold", id.takeover_threshold);
+  id.turn_gap = a.number("turn-gap", id.turn_gap);
   id.evidence_seconds = a.number("evidence-seconds", id.evidence_seconds);
-  id.candidate_seconds = a.number("candidate-seconds", id.candidate_seconds);
   id.decision_seconds = a.number("decision-seconds", id.decision_seconds);
   id.clean_others = a.number("clean-others", id.clean_others);
-  id.young_merge_margin = a.number("young-merge-margin", id.young_merge_margin);
   id.max_speakers = a.flag("max-speakers") ? positive(a, "max-speakers", 1) : 0;
   validate_settings(settings, a.flag("offline"));
   if (!id.enabled && (a.flag("voiceprints") || a.flag("voice-model") || a.flag("max-speakers")))
@@ -501,6 +506,15 @@ int cmd_changes(const Args& a) {
   if (turns.empty()) std::fprintf(stderr, "speakerseg: no speech found in %s\n", input.c_str());
 
   for (const auto& c : changes) {
+    if (c.revision) {
+      std::printf(
+          "{\"revises\": %.3f, \"speaker\": %s, \"was\": %s, \"delay\": %.3f, \"voice\": "
+          "%.3f}\n",
+          c.sample / double(kSampleRate), json_string(c.speaker).c_str(),
+          json_string(c.was).c_str(), (c.announced_sample - c.sample) / double(kSampleRate),
+          c.voice_score);
+      continue;
+    }
     std::printf("{\"time\": %.3f, \"speaker\": %s, \"previous\": %s, \"active\": [",
                 c.sample / double(kSampleRate), json_string(c.speaker).c_str(),
                 json_string(c.previous).c_str());
@@ -515,13 +529,13 @@ int cmd_changes(const Args& a) {
     const IdentityStats& s = identifier->stats();
     std::fprintf(
         stderr,
-        "speakerseg: identity: %llu labels decided (%llu by a known voice, %llu "
-        "provisional), %llu merged later, %llu split; %.1f s of audio embedded (%.0f%% of "
-        "%.1f s)\n",
-        static_cast<unsigned long long>(s.decisions), static_cast<unsigned long long>(s.recognised),
-        static_cast<unsigned long long>(s.provisional), static_cast<unsigned long long>(s.merged),
-        static_cast<unsigned long long>(s.splits), s.embedded_seconds,
-        100 * s.embedded_seconds / (audio.size() / double(kSampleRate)),
+        "speakerseg: identity: %llu turns decided (%llu by a known voice, %llu "
+        "provisional), %llu revised, %llu voices merged, %llu taken over; %.1f s of audio "
+        "embedded (%.0f%% of %.1f s)\n",
+        static_cast<unsigned long long>(s.turns), static_cast<unsigned long long>(s.recognised),
+        static_cast<unsigned long long>(s.provisional), static_cast<unsigned long long>(s.revised),
+        static_cast<unsigned long long>(s.merged), static_cast<unsigned long long>(s.takeovers),
+        s.embedded_seconds, 100 * s.embedded_seconds / (audio.size() / double(kSampleRate)),
         audio.size() / double(kSampleRate));
   }
   if (a.flag("rttm")) {
@@ -753,8 +767,8 @@ const Command kCommands[] = {
      "      on stderr, where no speech is found.\n"
      "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
      "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
-     "      --voice-threshold: the match cosine (default: 0.7 at --latency 2 or less,\n"
-     "      else 0.75).\n"},
+     "      --voice-threshold: the cosine from which a known voice takes a turn\n"
+     "      (default 0.78, tuned at --latency 2).\n"},
     {"enroll", cmd_enroll, true,
      "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
      "                    [--model M] [--voice-model V]\n"

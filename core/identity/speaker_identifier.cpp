@@ -1,6 +1,7 @@
 #include "identity/speaker_identifier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "identity/utterance_embedding.h"
@@ -18,15 +19,31 @@ int64_t frame_audio_start(int64_t frame) {
   return SpeakerStitcher::frame_centre_sample(frame) - kFrameSamples / 2;
 }
 
+std::vector<float> unit(const std::vector<float>& sum) {
+  double norm = 0;
+  for (float v : sum) norm += static_cast<double>(v) * v;
+  std::vector<float> out(sum);
+  if (norm > 0)
+    for (float& v : out) v = static_cast<float>(v / std::sqrt(norm));
+  return out;
+}
+
+IdentitySettings resolved(const StreamSettings& settings) {
+  IdentitySettings s = settings.identity;
+  s.match_threshold = voice_threshold(settings);
+  return s;
+}
+
 }  // namespace
 
 SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
                                      std::shared_ptr<const Voiceprints> enrolled)
-    : settings_(settings.identity),
+    : settings_(resolved(settings)),
+      policy_(settings_),
       onset_(settings.onset),
+      turn_gap_frames_(std::llround(settings.identity.turn_gap / kFrameStepSeconds)),
       enrolled_(std::move(enrolled)),
       voices_(static_cast<size_t>(std::max(1, settings.identity.capacity))) {
-  settings_.match_threshold = voice_threshold(settings);
   reset();
 }
 
@@ -36,6 +53,9 @@ void SpeakerIdentifier::reset() {
     for (const auto& p : enrolled_->speakers) voices_.enroll(p.name, p.embedding);
   labels_.clear();
   scores_.clear();
+  revisions_.clear();
+  apart_.clear();
+  together_.clear();
   audio_.reset();
   request_ = {};
   asked_ = 0;
@@ -81,6 +101,7 @@ const std::vector<float>* SpeakerIdentifier::embedding_of(const std::vector<floa
     if (asked_ > 0)
       throw std::logic_error("voice identity: an embedding is still being waited for");
     request_ = utterance_request(mel_, audio.data(), static_cast<int64_t>(audio.size()));
+    narrowband_ = request_.high_band < kNarrowbandRatio;
     answer_.clear();
     if (request_.count > 0) {
       asked_ = audio.size();
@@ -106,237 +127,259 @@ void SpeakerIdentifier::give_voice(std::vector<float> embedding) {
 std::vector<int> SpeakerIdentifier::touching(int label, int64_t frame,
                                              const std::vector<FrameActivity>& ahead) const {
   std::vector<int> out;
-  for (const auto& [h, l] : labels_)
-    if (h != label && l.voice >= 0 && l.last_active >= 0 && l.last_active + kWindowFrames >= frame)
-      out.push_back(l.voice);
+  const auto add = [&](int h) {
+    auto it = labels_.find(h);
+    if (it != labels_.end() && it->second.voice >= 0 &&
+        std::find(out.begin(), out.end(), it->second.voice) == out.end())
+      out.push_back(it->second.voice);
+  };
+  for (const auto& [pair, when] : together_)
+    if (when + kWindowFrames >= frame && (pair.first == label || pair.second == label))
+      add(pair.first == label ? pair.second : pair.first);
   for (const auto& f : ahead)
-    for (const auto& [h, v] : f.activity)
-      if (h != label && v > onset_) {
-        auto it = labels_.find(h);
-        if (it != labels_.end() && it->second.voice >= 0) out.push_back(it->second.voice);
-      }
+    if (f.of(label) > onset_)
+      for (const auto& [h, v] : f.activity)
+        if (h != label && v > onset_) add(h);
   return out;
 }
 
-bool SpeakerIdentifier::decide(int label, int64_t frame, const SpeakerStitcher& stitcher,
-                               int& voice) {
+void SpeakerIdentifier::start_turn(Label& l, int64_t frame) {
+  l.guarded = l.turn_start >= 0 && l.others_spoke;
+  l.others_spoke = false;
+  l.turn_start = frame;
+  l.open = true;
+  l.deciding = true;
+  l.owns_voice = false;
+  l.embedded_until = -1;
+  l.pending.clear();
+  l.evidence.clear();
+  l.evidence_seconds = 0;
+  l.narrow_seconds = 0;
+  l.unlearned.clear();
+}
+
+bool SpeakerIdentifier::first_decision(int label, int64_t frame, const SpeakerStitcher& stitcher) {
   std::vector<FrameActivity> ahead;
   stitcher.peek_from(frame, ahead);
   std::vector<float> clean;
-  int64_t learned = -1;
+  int64_t read = -1;
   const auto budget = static_cast<size_t>(settings_.decision_seconds * kSampleRate);
   for (const auto& f : ahead) {
     if (clean.size() >= budget) break;
     if (clean_speaker(f) != label) continue;
     audio_.copy(frame_audio_start(f.frame), frame_audio_start(f.frame) + kFrameSamples, clean);
-    learned = f.frame;
+    read = f.frame;
   }
   const bool enough = static_cast<int64_t>(clean.size()) >= kPartialAudio;
   const std::vector<float>* embedded = enough ? embedding_of(clean) : nullptr;
   if (enough && !embedded) return false;
-  ++stats_.decisions;
   Label& l = labels_[label];
-  const std::vector<int> excluded = touching(label, frame, ahead);
-  auto allowed = [&](int id) {
-    return std::find(excluded.begin(), excluded.end(), id) == excluded.end();
-  };
-  const int64_t now = frame_audio_start(frame);
-  if (!enough) {
-    // Too little clean speech yet: a provisional voice; evidence may merge it later.
-    ++stats_.provisional;
-    l.learned_until = -1;
-    if (at_limit()) {
-      const Voice* recent = nullptr;
-      for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id)
-        if (const Voice* v = voices_.find(id); v && allowed(id))
-          if (!recent || v->last_heard > recent->last_heard) recent = v;
-      if (recent) {
-        voice = recent->id;
-        return true;
-      }
-    }
-    voice = voices_.add({}, 0, now);
-    return true;
-  }
-  l.learned_until = learned;
-  const std::vector<float> e = *embedded;
-  const double seconds = static_cast<double>(clean.size()) / kSampleRate;
-  const Match m = voices_.nearest(e, allowed);
-  if (m.id >= 0 && (m.score >= settings_.match_threshold || at_limit())) {
-    ++stats_.recognised;
-    voices_.learn(m.id, e, seconds, now);
-    scores_[m.id] = m.score;
-    voice = m.id;
-    return true;
-  }
-  voice = voices_.add(e, seconds, now);
-  scores_[voice] = 0;
+  l.deciding = false;
+  ++stats_.turns;
+  const int before = l.voice;
+  if (enough) l.embedded_until = read;
+  decide(l, frame, enough ? *embedded : std::vector<float>{},
+         static_cast<double>(clean.size()) / kSampleRate, touching(label, frame, ahead), false);
+  if (l.evidence_seconds <= 0 && l.voice != before) ++stats_.provisional;
+  if (l.evidence_seconds > 0 && l.voice != before && !l.owns_voice) ++stats_.recognised;
   return true;
 }
 
-void SpeakerIdentifier::merge(int voice, const Match& into, TurnTracker& tracker) {
-  ++stats_.merged;
-  for (auto& [h, l] : labels_)
-    if (l.voice == voice) l.voice = into.id;
-  tracker.rename(voice, into.id);
-  voices_.forget(voice);
-  scores_[into.id] = into.score;
-}
-
-bool SpeakerIdentifier::weigh_evidence(int label, int64_t frame, TurnTracker& tracker) {
+bool SpeakerIdentifier::weigh_chunk(int label, int64_t frame) {
   Label& l = labels_[label];
-  const std::vector<float>* embedded = embedding_of(l.evidence);
+  const std::vector<float>* embedded = embedding_of(l.pending);
   if (!embedded) return false;
   const std::vector<float> e = *embedded;
-  const double seconds = static_cast<double>(l.evidence.size()) / kSampleRate;
-  l.evidence.clear();
-  weigh(l, label, frame, e, seconds, tracker);
+  const double seconds = static_cast<double>(l.pending.size()) / kSampleRate;
+  l.pending.clear();
+  if (e.empty()) return true;
+  const std::vector<int> excluded = touching(label, frame, {});
+  if (l.evidence_seconds > 0 && policy_.taken_over(cosine(e.data(), unit(l.evidence).data()))) {
+    // Somebody else speaks under the label without a pause: a turn of theirs from here.
+    ++stats_.takeovers;
+    ++stats_.turns;
+    end_turn(l, label, frame);
+    start_turn(l, frame);
+    l.deciding = false;
+    l.embedded_until = frame;
+    decide(l, frame, e, seconds, excluded, false);
+    return true;
+  }
+  decide(l, frame, e, seconds, excluded, true);
   return true;
 }
 
-void SpeakerIdentifier::weigh(Label& l, int label, int64_t frame, const std::vector<float>& e,
-                              double seconds, TurnTracker& tracker) {
-  if (e.empty()) return;
+void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>& e, double seconds,
+                               const std::vector<int>& excluded, bool revise) {
   const int64_t now = frame_audio_start(frame);
-  const int current = l.voice;
-  const std::vector<int> excluded = touching(label, frame, {});
-  auto allowed = [&](int id) {
-    return id != current && std::find(excluded.begin(), excluded.end(), id) == excluded.end();
-  };
-  const Voice* v = voices_.find(current);
-  if (!v || !v->has_voiceprint()) {
-    const Match m = voices_.nearest(e, allowed);
-    if (m.id >= 0 && m.score >= settings_.match_threshold) {
-      // The provisional voice was someone known all along: one voice from now on, silently.
-      merge(current, m, tracker);
-      voices_.learn(m.id, e, seconds, now);
-    } else {
-      voices_.learn(current, e, seconds, now);
-    }
-    return;
+  if (!e.empty()) {
+    if (l.evidence.empty()) l.evidence.assign(e.size(), 0.f);
+    for (size_t k = 0; k < e.size(); ++k) l.evidence[k] += static_cast<float>(seconds) * e[k];
+    l.evidence_seconds += seconds;
+    if (narrowband_) l.narrow_seconds += seconds;
+    l.unlearned.push_back({e, seconds, narrowband_});
   }
-  const float s = voices_.score(current, e);
-  scores_[current] = s;
-  if (!v->enrolled) {
-    // An anonymous voice that is an enrolled person after all: their name from now on.
-    const Match named = voices_.nearest(e, [&](int id) {
-      const Voice* o = voices_.find(id);
-      return o && o->enrolled && allowed(id);
+  const int present = l.voice;
+  std::vector<Match> candidates;
+  if (l.evidence_seconds > 0)
+    candidates = voices_.scores(unit(l.evidence), [&](int id) {
+      return id == present || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
     });
-    if (named.id >= 0 && named.score >= settings_.match_threshold && named.score > s) {
-      merge(current, named, tracker);
+  const Decision d = policy_.decide(present, l.evidence_seconds, candidates, !at_limit(),
+                                    l.narrowband(), l.guarded);
+  int to = d.voice;
+  // The cosine as heard, before the policy's telephone calibration: what voice-score reports.
+  float cosine = 0;
+  for (const Match& m : candidates)
+    if (m.id == d.voice) cosine = m.score;
+  switch (d.verdict) {
+    case Verdict::kKeep:
+      if (l.evidence_seconds > 0) scores_[present] = cosine;
+      for (int other : excluded)
+        if (other != present) apart_.insert({std::min(present, other), std::max(present, other)});
+      if (l.owns_voice) learn(l, frame, excluded);
       return;
-    }
-  }
-  const bool trusted = v->weight >= settings_.trusted_seconds;
-  if (!trusted && !v->enrolled && settings_.young_merge_margin >= 0) {
-    // A young voice (a first decision or a split on a few seconds of speech) that this evidence
-    // gives to a known voice, as a decision on it would, and clearly better than to its own: the
-    // known voice all along, from now on, silently (as a provisional voice is merged).
-    const Match m = voices_.nearest(e, allowed);
-    if (m.id >= 0 && m.score >= settings_.match_threshold &&
-        m.score >= s + static_cast<float>(settings_.young_merge_margin)) {
-      merge(current, m, tracker);
-      voices_.learn(m.id, e, seconds, now);
+    case Verdict::kUnknown:
+      l.voice = voices_.add({}, 0, now);
+      scores_[l.voice] = 0;
       return;
+    case Verdict::kKnown:
+      break;
+    case Verdict::kNew: {
+      const Voice* v = voices_.find(present);
+      // A voice without a voiceprint yet is nobody known: the turn's evidence makes it.
+      to = v && !v->has_voiceprint() && !v->enrolled ? present : voices_.add({}, 0, now);
+      break;
     }
   }
-  if (trusted && s < settings_.match_threshold && s >= settings_.split_threshold) {
-    // Evidence a stranger could have given: it trains nothing. A known voice it matches clearly
-    // better takes the label; evidence that twice running agrees with itself more than with the
-    // voiceprint is a newcomer.
-    const float margin = static_cast<float>(settings_.candidate_margin);
-    const Match m = voices_.nearest(e, allowed);
-    if (m.id >= 0 && m.score >= settings_.match_threshold && m.score >= s + margin) {
-      split(l, m.id, m.score, e, seconds, now);
-      return;
-    }
-    if (!l.candidate.empty()) {
-      const float c = cosine(e.data(), l.candidate.data());
-      if (c >= settings_.match_threshold && c >= s + margin && !at_limit()) {
-        split(l, -1, 0.f, l.candidate, l.candidate_seconds, now);
-        voices_.learn(l.voice, e, seconds, now);
-        return;
-      }
-    }
-    l.candidate = e;
-    l.candidate_seconds = seconds;
-    l.strikes = 0;
-    return;
-  }
-  l.candidate.clear();
-  if (s >= settings_.keep_threshold) {
-    l.strikes = 0;
-    voices_.learn(current, e, seconds, now);
-    return;
-  }
-  if (s >= settings_.split_threshold) {  // unsure: neither trains nor splits
-    l.strikes = 0;
-    return;
-  }
-  // Someone else speaks under the label, if the evidence says who (a known voice, closer than
-  // the label's own) or says twice running that it is not the label's voice.
-  const Match m = voices_.nearest(e, allowed);
-  const bool known = m.id >= 0 && m.score >= settings_.match_threshold && m.score > s;
-  if (!known && ++l.strikes < 2) return;
-  if (known) {
-    split(l, m.id, m.score, e, seconds, now);
-  } else if (!at_limit()) {
-    split(l, -1, 0.f, e, seconds, now);
-  } else {
-    // At max-speakers with no known voice to give, the label keeps its own and the strikes start
-    // again; counted in `splits`, as before split() existed.
-    ++stats_.splits;
-    l.strikes = 0;
-  }
-}
-
-void SpeakerIdentifier::split(Label& l, int to, float score, const std::vector<float>& e,
-                              double seconds, int64_t now) {
-  ++stats_.splits;
-  l.strikes = 0;
-  l.candidate.clear();
-  if (to >= 0) {
+  l.owns_voice = d.verdict == Verdict::kNew;
+  scores_[to] = d.verdict == Verdict::kKnown ? cosine : 0.f;
+  for (int other : excluded)
+    if (other != to) apart_.insert({std::min(to, other), std::max(to, other)});
+  if (to != present) {
     l.voice = to;
-    voices_.learn(to, e, seconds, now);
-  } else {
-    l.voice = voices_.add(e, seconds, now);
+    if (present >= 0) {
+      if (revise) {
+        ++stats_.revised;
+        revisions_.push_back({present, to, frame_audio_start(l.turn_start)});
+      }
+      // A voice that never got a voiceprint and that no label holds any more was this one.
+      const Voice* old = voices_.find(present);
+      const bool held = std::any_of(labels_.begin(), labels_.end(),
+                                    [&](const auto& h) { return h.second.voice == present; });
+      if (old && !old->has_voiceprint() && !old->enrolled && !held) voices_.forget(present);
+    }
   }
-  scores_[l.voice] = score;
+  if (l.owns_voice) learn(l, frame, excluded);
 }
 
-bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher,
-                                TurnTracker& tracker) {
-  // Everything up to the last embedding a frame may wait for is safe to run again: a label
-  // decided before the wait keeps its voice, a frame's audio goes into the evidence once.
+void SpeakerIdentifier::learn(Label& l, int64_t frame, const std::vector<int>& excluded) {
+  const int64_t now = frame_audio_start(frame);
+  for (const Chunk& c : l.unlearned)
+    voices_.learn(l.voice, c.embedding, c.seconds, now, c.narrowband);
+  l.unlearned.clear();
+  merge_if_same(l.voice, excluded);
+}
+
+void SpeakerIdentifier::end_turn(Label& l, int label, int64_t frame) {
+  if (!l.open) return;
+  l.open = false;
+  if (l.voice < 0 || l.unlearned.empty()) return;
+  const std::vector<int> excluded = touching(label, frame, {});
+  if (l.owns_voice) {
+    learn(l, frame, excluded);
+    return;
+  }
+  const int voice = l.voice;
+  const std::vector<Match> candidates = voices_.scores(unit(l.evidence), [&](int id) {
+    return id == voice || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
+  });
+  if (policy_.learns(voice, candidates, l.narrowband())) learn(l, frame, excluded);
+  l.unlearned.clear();
+}
+
+void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& excluded) {
+  const Voice* v = voices_.find(voice);
+  if (!v || v->enrolled || !v->has_voiceprint()) return;
+  Match best;
+  for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id) {
+    if (id == voice || std::find(excluded.begin(), excluded.end(), id) != excluded.end() ||
+        apart_.count({std::min(id, voice), std::max(id, voice)}))
+      continue;
+    const float s = voices_.similarity(voice, id);
+    if (s > best.score) best = {id, s};
+  }
+  if (best.id < 0) return;
+  const Voice* other = voices_.find(best.id);
+  if (!policy_.same_person(best.score, v->narrowband() && other->narrowband())) return;
+  // The enrolled name, else the older voice, stays.
+  if (other->enrolled || best.id < voice)
+    merge(voice, best.id);
+  else
+    merge(best.id, voice);
+}
+
+void SpeakerIdentifier::merge(int voice, int into) {
+  ++stats_.merged;
+  const Voice* v = voices_.find(voice);
+  if (v && v->has_voiceprint()) {
+    std::vector<float> mean(v->sum);
+    for (float& x : mean) x = static_cast<float>(x / v->weight);
+    voices_.learn(into, mean, v->weight - v->narrow, v->last_heard);
+    if (v->narrow > 0) voices_.learn(into, mean, v->narrow, v->last_heard, true);
+  }
+  for (auto& [h, l] : labels_)
+    if (l.voice == voice) {
+      l.voice = into;
+      l.owns_voice = false;
+    }
+  revisions_.push_back({voice, into, 0});
+  std::set<std::pair<int, int>> apart;
+  for (auto [a, b] : apart_) {
+    if (a == voice) a = into;
+    if (b == voice) b = into;
+    if (a != b) apart.insert({std::min(a, b), std::max(a, b)});
+  }
+  apart_.swap(apart);
+  voices_.forget(voice);
+  scores_[into] = scores_[voice];
+}
+
+bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& stitcher) {
+  // Everything up to the last embedding a frame may wait for is safe to run again: a turn started
+  // or decided before the wait stays so, a frame's audio goes into the evidence once.
   const int64_t k = frame.frame;
+  bool anyone = false;
+  for (const auto& [g, v] : frame.activity) anyone = anyone || v > onset_;
+  if (anyone)
+    for (auto& [g, l] : labels_)
+      if (frame.of(g) <= onset_) l.others_spoke = true;
   for (const auto& [g, v] : frame.activity) {
     if (v <= onset_) continue;
+    for (const auto& [h, w] : frame.activity)
+      if (h > g && w > onset_) together_[{g, h}] = k;
     Label& l = labels_[g];
-    l.last_active = k;
-    if (l.voice < 0) {
-      int voice = -1;
-      if (!decide(g, k, stitcher, voice)) return false;
-      l.voice = voice;
+    if (l.turn_start < 0 || (l.turn_start != k && k - l.last_active > turn_gap_frames_)) {
+      end_turn(l, g, k);
+      start_turn(l, k);
     }
+    l.last_active = k;
+    if (l.deciding && !first_decision(g, k, stitcher)) return false;
   }
   const int clean = clean_speaker(frame);
   if (clean >= 0) {
     Label& l = labels_[clean];
-    if (k > l.learned_until) {
+    if (k > l.embedded_until) {
       if (l.heard_until < k) {
-        audio_.copy(frame_audio_start(k), frame_audio_start(k) + kFrameSamples, l.evidence);
+        audio_.copy(frame_audio_start(k), frame_audio_start(k) + kFrameSamples, l.pending);
         l.heard_until = k;
       }
-      // A provisional voice is weighed as soon as one partial's worth is there: the sooner a
-      // returning speaker is recognised, the fewer turns carry the wrong name.
-      const Voice* v = voices_.find(l.voice);
-      const double wanted =
-          !(v && v->has_voiceprint()) ? static_cast<double>(kPartialAudio)
-          : l.candidate.empty()
-              ? settings_.evidence_seconds * kSampleRate
-              : std::max(settings_.candidate_seconds * kSampleRate, double{kPartialAudio});
-      if (static_cast<double>(l.evidence.size()) >= wanted && !weigh_evidence(clean, k, tracker))
+      // A turn without evidence yet is weighed as soon as one partial's worth is there: the
+      // sooner a returning speaker is recognised, the shorter the stretch a revision corrects.
+      const double wanted = l.evidence_seconds > 0 ? settings_.evidence_seconds * kSampleRate
+                                                   : static_cast<double>(kPartialAudio);
+      if (static_cast<double>(l.pending.size()) >= std::max(wanted, double{kPartialAudio}) &&
+          !weigh_chunk(clean, k))
         return false;
     }
   }
@@ -356,12 +399,19 @@ bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& sti
   }
   frame.activity.swap(by_voice);
 
-  // Labels silent for a window hold nothing a decision needs but their voice.
-  for (auto it = labels_.begin(); it != labels_.end();)
-    if (it->second.last_active + 4 * kWindowFrames < k && it->second.evidence.empty())
+  for (auto it = together_.begin(); it != together_.end();)
+    it = it->second + kWindowFrames < k ? together_.erase(it) : std::next(it);
+  // A label silent for turn_gap has ended its turn; one silent for a few windows holds nothing a
+  // decision needs.
+  for (auto it = labels_.begin(); it != labels_.end();) {
+    if (it->second.last_active + turn_gap_frames_ < k) end_turn(it->second, it->first, k);
+    if (it->second.last_active + 4 * kWindowFrames < k) {
+      end_turn(it->second, it->first, k);
       it = labels_.erase(it);
-    else
+    } else {
       ++it;
+    }
+  }
   audio_.drop_before(frame_audio_start(k + 1));
   return true;
 }

@@ -1,57 +1,59 @@
 // Who each stitched speaker is, all stream long. The stitcher ties a window's speakers to the
-// stream's by the frames windows share; that cannot see a speaker come back after a pause, and a
-// window that gives two people one local label hands both the same stream label. This layer sits
-// between the stitcher and the turn tracker and re-keys every final frame from stitcher labels to
-// voices (VoiceRegistry ids), from what the GE2E encoder hears in each label's clean frames
-// (frames where that speaker alone is active):
+// stream's by the frames windows share; that cannot see a speaker come back after a pause, and it
+// carries a label from one person onto the next across a short gap. This layer sits between the
+// stitcher and the turn tracker and re-keys every final frame from stitcher labels to voices
+// (VoiceRegistry ids), from what the GE2E encoder hears in each label's clean frames (frames where
+// that speaker alone is active). What decides is IdentityPolicy; this is the bookkeeping:
 //
-// - A label's voice is decided at its first final frame, from its clean speech in the frames the
-//   stitcher holds so far (up to decision_seconds of it; those run `latency` ahead of the final
-//   horizon): the nearest known voice at or above match_threshold, else a new one. Voices heard
-//   in the same window as the label (held by another label active there) are never candidates:
-//   two people who touch are never merged. With less clean speech than one partial (1.59 s) the
-//   label gets a provisional new voice; the overlap continuity then stands until evidence comes.
-// - Every evidence_seconds of a label's clean speech is embedded: close to its voice
-//   (keep_threshold) it trains the voiceprint; a provisional voice that turns out to match a known
-//   one is merged into it (the turn tracker renames it, without announcing a change), and so is
-//   a young voice (less than trusted_seconds of speech: a first decision or a split on a few
-//   seconds) whose evidence matches a known voice better than its own by young_merge_margin;
-//   evidence far from the voice (split_threshold) means someone else now speaks under the
-//   label, which then takes the nearest known voice or a new one, and the tracker announces it.
-// - A voiceprint with trusted_seconds of speech behind it learns only from evidence that matches
-//   it (match_threshold): people of one room score 0.6-0.75 against each other, so evidence in
-//   that band could be a newcomer the stitcher carried across a turn. It is kept as a candidate;
-//   a known voice it matches clearly better takes the label at once, and the next evidence that
-//   matches the candidate clearly better than the voiceprint splits the label onto a new voice.
-//
-// Decisions take effect from the frame they are made on: announced turns are never relabelled.
+// - A label's turn starts when it speaks after turn_gap of silence. Its first decision, before its
+//   first frame is tracked, embeds the clean speech the stitcher already holds ahead (up to
+//   decision_seconds; `latency` of it): the label's voice so far is only the prior.
+// - Every evidence_seconds of further clean speech is embedded and the turn re-decided on all of
+//   its evidence (chunk embeddings, weighted by seconds). A different voice for the turn revises
+//   it: the changes announced in it are re-announced with the new name (TurnTracker::revise),
+//   from the turn's start. A chunk far from the rest of the turn (taken_over) is somebody else
+//   speaking without a pause: a new turn from there, announced as a change.
+// - Voices heard at once with the label (overlapping speech, within a window) are never candidates,
+//   and two voices once heard at once are never merged: two people who talk together are two.
+// - A voiceprint learns a turn's evidence when the turn ends, if the policy says the evidence
+//   clearly belongs to it; a voice a turn made learns that turn as it goes. Two anonymous voices
+//   whose voiceprints become one person's, and that were never heard at once, are merged,
+//   revising the changes announced to the newer.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engines/voice_encoder.h"
 #include "features/mel_spectrogram.h"
 #include "identity/audio_history.h"
+#include "identity/identity_policy.h"
 #include "identity/utterance_embedding.h"
 #include "identity/voice_registry.h"
 #include "identity/voiceprints.h"
 #include "streaming/speaker_stitcher.h"
 #include "streaming/stream_settings.h"
-#include "streaming/turn_tracker.h"
 
 namespace speakerseg {
 
 struct IdentityStats {
-  uint64_t decisions = 0;       // labels given a voice at their first final frame
-  uint64_t recognised = 0;      // ... of them, a known voice (by evidence at the decision)
-  uint64_t provisional = 0;     // ... of them, too little clean speech to tell
-  uint64_t merged = 0;          // provisional voices later found to be known ones
-  uint64_t splits = 0;          // labels whose voice changed under them
+  uint64_t turns = 0;           // labels' turns decided (each speech after turn_gap of silence)
+  uint64_t recognised = 0;      // ... by a known voice at their first decision
+  uint64_t provisional = 0;     // ... too little clean speech to tell at their first decision
+  uint64_t revised = 0;         // turns whose voice later evidence changed (revisions announced)
+  uint64_t merged = 0;          // anonymous voices found to be another voice
+  uint64_t takeovers = 0;       // somebody else found speaking under a label without a pause
   double embedded_seconds = 0;  // audio run through the encoder
+};
+
+// A voice that the changes since `since` (stream position) announced as `from` was `to`.
+struct VoiceRevision {
+  int from = -1, to = -1;
+  int64_t since = 0;
 };
 
 class SpeakerIdentifier {
@@ -62,12 +64,17 @@ class SpeakerIdentifier {
   void add_audio(int64_t start, const float* samples, int64_t n);
 
   // Re-keys one final frame (the next in order) from stitcher labels to voice ids, deciding and
-  // learning voices on the way; `tracker` is renamed when a provisional voice is merged.
-  // Returns false, having changed nothing a second call would redo, when the frame needs a voice
-  // embedding first: voice_request() is then what to embed, and after give_voice() with its
-  // embedding, relabel() of the same frame carries on. Hosts can so gather the requests of many
-  // streams into one encoder call (SharedScheduler).
-  bool relabel(FrameActivity& frame, const SpeakerStitcher& stitcher, TurnTracker& tracker);
+  // learning voices on the way. Returns false, having changed nothing a second call would redo,
+  // when the frame needs a voice embedding first: voice_request() is then what to embed, and after
+  // give_voice() with its embedding, relabel() of the same frame carries on. Hosts can so gather
+  // the requests of many streams into one encoder call (SharedScheduler). After a true return,
+  // take_revisions() holds what the turn tracker must revise before it takes the frame.
+  bool relabel(FrameActivity& frame, const SpeakerStitcher& stitcher);
+  std::vector<VoiceRevision> take_revisions() {
+    std::vector<VoiceRevision> out;
+    out.swap(revisions_);
+    return out;
+  }
   const UtteranceRequest* voice_request() const {
     return asked_ > 0 && !answered_ ? &request_ : nullptr;
   }
@@ -75,37 +82,56 @@ class SpeakerIdentifier {
 
   // Names by voice id ("speaker-N" or enrolled names), for the turn tracker.
   const std::vector<std::string>& names() const { return voices_.names(); }
-  // The cosine with which `id` was last matched (0: a new or provisional voice).
+  // The cosine with which `id` was last decided (0: a new or provisional voice).
   double score(int id) const;
   const IdentityStats& stats() const { return stats_; }
   void reset();
 
  private:
+  struct Chunk {
+    std::vector<float> embedding;
+    double seconds;
+    bool narrowband;
+  };
   struct Label {
     int voice = -1;
-    int64_t last_active = -1;     // frame
-    int64_t learned_until = -1;   // frames up to here were embedded by the decision
-    int64_t heard_until = -1;     // the last frame whose clean audio went into `evidence`
-    std::vector<float> evidence;  // clean audio not embedded yet
-    int strikes = 0;              // evidence in a row far from the voice (split_threshold)
-    // The last evidence a trusted voiceprint did not match: perhaps a newcomer under the label.
-    std::vector<float> candidate;
-    double candidate_seconds = 0;
+    int64_t last_active = -1;  // frame
+    // The current turn.
+    int64_t turn_start = -1;      // its first frame
+    bool open = false;            // not ended yet (end_turn)
+    bool guarded = false;         // it began while others spoke, not after silence
+    bool others_spoke = false;    // others spoke since the label was last active
+    bool deciding = false;        // its first decision is still to make
+    bool owns_voice = false;      // it made its voice: its evidence is that voiceprint
+    int64_t embedded_until = -1;  // frames up to here are in `evidence` (read ahead)
+    int64_t heard_until = -1;     // the last frame whose clean audio went into `pending`
+    std::vector<float> pending;   // clean audio not embedded yet
+    std::vector<float> evidence;  // seconds-weighted sum of its chunk embeddings
+    double evidence_seconds = 0;
+    double narrow_seconds = 0;     // ... of it telephone band
+    std::vector<Chunk> unlearned;  // chunks no voiceprint has
+    bool narrowband() const { return 2 * narrow_seconds > evidence_seconds; }
   };
 
-  // Both return false, having changed nothing, while they wait for an embedding.
-  bool decide(int label, int64_t frame, const SpeakerStitcher& stitcher, int& voice);
-  bool weigh_evidence(int label, int64_t frame, TurnTracker& tracker);
-  void weigh(Label& l, int label, int64_t frame, const std::vector<float>& e, double seconds,
-             TurnTracker& tracker);
-  // The label's voice is `to` from `now` on (-1: a new voice from `e`); the tracker announces it.
-  void split(Label& l, int to, float score, const std::vector<float>& e, double seconds,
-             int64_t now);
-  // `voice` is `into` after all: every label holding it, and the turn tracker, move over without
-  // a change being announced, and the voice is forgotten.
-  void merge(int voice, const Match& into, TurnTracker& tracker);
-  // Voices another label holds that was active within a window of `frame`, or that is active
-  // in `ahead` (the frames the stitcher holds past it).
+  // The turn's first decision (reading ahead) and a re-decision on a new chunk; both return false,
+  // having changed nothing, while they wait for an embedding.
+  bool first_decision(int label, int64_t frame, const SpeakerStitcher& stitcher);
+  bool weigh_chunk(int label, int64_t frame);
+  // Adds chunk `e` to the turn's evidence, decides, and applies the decision (`revise`: by a
+  // revision of the turn from its start, else from `frame` on).
+  void decide(Label& l, int64_t frame, const std::vector<float>& e, double seconds,
+              const std::vector<int>& excluded, bool revise);
+  void start_turn(Label& l, int64_t frame);
+  // The turn is over: its voice learns its evidence if that clearly belongs to it.
+  void end_turn(Label& l, int label, int64_t frame);
+  void learn(Label& l, int64_t frame, const std::vector<int>& excluded);
+  // `voice` is `into` after all: every label holding it moves over, the changes announced to it
+  // are revised, and the voice is forgotten.
+  void merge(int voice, int into);
+  // Merges `voice` into a voice whose voiceprint is now the same person's, if there is one.
+  void merge_if_same(int voice, const std::vector<int>& excluded);
+  // Voices of other labels heard at once with `label` (overlapping speech) within a window before
+  // `frame` or in `ahead` (the frames the stitcher holds past it): other people for sure.
   std::vector<int> touching(int label, int64_t frame,
                             const std::vector<FrameActivity>& ahead) const;
   bool at_limit() const;
@@ -115,11 +141,18 @@ class SpeakerIdentifier {
   int clean_speaker(const FrameActivity& f) const;
 
   IdentitySettings settings_;
+  IdentityPolicy policy_;
   double onset_;
+  int64_t turn_gap_frames_;
   std::shared_ptr<const Voiceprints> enrolled_;
   VoiceRegistry voices_;
   std::map<int, Label> labels_;
   std::map<int, float> scores_;
+  std::vector<VoiceRevision> revisions_;
+  // Pairs of voices heard at once: two people, never merged.
+  std::set<std::pair<int, int>> apart_;
+  // Pairs of labels (lower first) heard at once, and the last frame they were.
+  std::map<std::pair<int, int>, int64_t> together_;
   AudioHistory audio_;
   MelSpectrogram mel_;
   IdentityStats stats_;
@@ -128,6 +161,7 @@ class SpeakerIdentifier {
   size_t asked_ = 0;
   bool answered_ = false;
   std::vector<float> answer_;
+  bool narrowband_ = false;  // the audio last asked for is telephone band
 };
 
 }  // namespace speakerseg

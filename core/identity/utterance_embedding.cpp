@@ -54,9 +54,29 @@ UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio
   const auto starts = partial_starts(MelSpectrogram::frames_for(n));
   if (starts.empty()) return r;
   const std::vector<float> scaled = normalise_volume(audio, n);
-  r.partials = gather_partials(mel.compute(scaled.data(), n), starts);
+  const std::vector<float> spectrogram = mel.compute(scaled.data(), n);
+  r.partials = gather_partials(spectrogram, starts);
   r.count = static_cast<int>(starts.size());
+  r.high_band = high_band_ratio(mel, spectrogram);
   return r;
+}
+
+float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spectrogram) {
+  constexpr double kBinHz = 16000.0 / kMelFft;
+  // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz.
+  std::vector<int> band(kMelBands);
+  for (int b = 0; b < kMelBands; ++b) {
+    const float* f = &mel.filters()[static_cast<size_t>(b) * kMelBins];
+    const double centre = static_cast<double>(std::max_element(f, f + kMelBins) - f) * kBinHz;
+    band[b] = centre >= 4200 ? 1 : centre >= 2400 && centre <= 3400 ? -1 : 0;
+  }
+  double above = 0, top = 0;
+  for (size_t i = 0; i < spectrogram.size(); ++i) {
+    const int b = band[i % kMelBands];
+    if (b > 0) above += spectrogram[i];
+    if (b < 0) top += spectrogram[i];
+  }
+  return top > 0 ? static_cast<float>(above / top) : 1.f;
 }
 
 int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceRequest*>& requests,

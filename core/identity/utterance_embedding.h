@@ -35,6 +35,7 @@ std::vector<float> normalise_volume(const float* audio, int64_t n);
 struct UtteranceRequest {
   std::vector<float> partials;  // [count][kPartialFrames][kMelBands]
   int count = 0;                // 0: shorter than one partial, the embedding is empty
+  float high_band = 1;          // high_band_ratio() of the utterance
 };
 UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio, int64_t n);
 
@@ -49,6 +50,13 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
 // (25 440 samples, 1.59 s: 160 frames centred 160 samples apart).
 std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
                                        const float* audio, int64_t n);
+
+// The power of a mel spectrogram [frames][kMelBands] in the bands centred at 4.2 kHz or more,
+// over that in the bands centred at 2.4-3.4 kHz: how sharply the spectrum ends above the
+// telephone band. Telephone speech (300-3400 Hz) gives about 0.007 (under kNarrowbandRatio);
+// studio, Opus-coded and meeting-room speech give 0.1-2, however steep their natural tilt.
+float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spectrogram);
+constexpr float kNarrowbandRatio = 0.03f;
 
 // Cosine similarity of two unit vectors of kEmbeddingDim.
 float cosine(const float* a, const float* b);

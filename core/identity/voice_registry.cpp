@@ -41,8 +41,8 @@ int VoiceRegistry::add(const std::vector<float>& embedding, double seconds, int6
   return voices_.back().id;
 }
 
-void VoiceRegistry::learn(int id, const std::vector<float>& embedding, double seconds,
-                          int64_t now) {
+void VoiceRegistry::learn(int id, const std::vector<float>& embedding, double seconds, int64_t now,
+                          bool narrowband) {
   Voice* v = get(id);
   if (!v) return;
   v->last_heard = std::max(v->last_heard, now);
@@ -51,21 +51,30 @@ void VoiceRegistry::learn(int id, const std::vector<float>& embedding, double se
   for (size_t k = 0; k < embedding.size(); ++k)
     v->sum[k] += static_cast<float>(seconds) * embedding[k];
   v->weight += seconds;
+  if (narrowband) v->narrow += seconds;
 }
 
 void VoiceRegistry::heard(int id, int64_t now) {
   if (Voice* v = get(id)) v->last_heard = std::max(v->last_heard, now);
 }
 
-Match VoiceRegistry::nearest(const std::vector<float>& embedding,
-                             const std::function<bool(int)>& allowed) const {
-  Match best;
-  for (const Voice& v : voices_) {
-    if (!v.has_voiceprint() || !allowed(v.id)) continue;
-    const float s = dot_normalised(v.sum, embedding);
-    if (best.id < 0 || s > best.score) best = {v.id, s};
-  }
-  return best;
+std::vector<Match> VoiceRegistry::scores(const std::vector<float>& embedding,
+                                         const std::function<bool(int)>& allowed) const {
+  std::vector<Match> out;
+  for (const Voice& v : voices_)
+    if (v.has_voiceprint() && allowed(v.id))
+      out.push_back({v.id, dot_normalised(v.sum, embedding), v.enrolled, v.narrowband(),
+                     v.enrolled ? kEnrolledSeconds : v.weight});
+  return out;
+}
+
+float VoiceRegistry::similarity(int a, int b) const {
+  const Voice* va = find(a);
+  const Voice* vb = find(b);
+  if (!va || !vb || !va->has_voiceprint() || !vb->has_voiceprint()) return 0.f;
+  double norm = 0;
+  for (float x : va->sum) norm += static_cast<double>(x) * x;
+  return norm > 0 ? static_cast<float>(dot_normalised(vb->sum, va->sum) / std::sqrt(norm)) : 0.f;
 }
 
 float VoiceRegistry::score(int id, const std::vector<float>& embedding) const {

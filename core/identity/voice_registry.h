@@ -16,14 +16,21 @@ struct Voice {
   bool enrolled = false;
   std::vector<float> sum;  // weighted sum of embeddings; empty: no voice heard yet
   double weight = 0;       // seconds of clean speech behind `sum`
+  double narrow = 0;       // ... of it narrowband (telephone)
   int64_t last_heard = 0;  // stream sample position
   bool has_voiceprint() const { return weight > 0; }
+  bool narrowband() const { return 2 * narrow > weight; }
 };
 
 struct Match {
   int id = -1;  // -1: nobody
   float score = 0;
+  bool enrolled = false;
+  bool narrowband = false;  // the voice's speech was mostly telephone band
+  double seconds = 0;       // speech behind the voiceprint (enrolled: kEnrolledSeconds)
 };
+// An enrolled voiceprint is made from a clip chosen for it: counted as much speech as any.
+constexpr double kEnrolledSeconds = 1e9;
 
 class VoiceRegistry {
  public:
@@ -34,16 +41,19 @@ class VoiceRegistry {
   // A new anonymous person, "speaker-N"; `embedding` may be empty (no voice yet).
   int add(const std::vector<float>& embedding, double seconds, int64_t now);
 
-  // Adds an utterance embedding of `seconds` of clean speech to `id`'s voiceprint (enrolled
-  // voiceprints stay as enrolled).
-  void learn(int id, const std::vector<float>& embedding, double seconds, int64_t now);
+  // Adds an utterance embedding of `seconds` of clean speech (`narrowband`: telephone band) to
+  // `id`'s voiceprint (enrolled voiceprints stay as enrolled).
+  void learn(int id, const std::vector<float>& embedding, double seconds, int64_t now,
+             bool narrowband = false);
   void heard(int id, int64_t now);
 
-  // The best-matching voiceprint among those `allowed` lets through.
-  Match nearest(const std::vector<float>& embedding,
-                const std::function<bool(int id)>& allowed) const;
+  // Every voiceprint `allowed` lets through, scored against `embedding`.
+  std::vector<Match> scores(const std::vector<float>& embedding,
+                            const std::function<bool(int id)>& allowed) const;
   // Cosine of `embedding` with `id`'s voiceprint (0 without one).
   float score(int id, const std::vector<float>& embedding) const;
+  // Cosine of two voices' voiceprints (0 where either has none).
+  float similarity(int a, int b) const;
 
   const Voice* find(int id) const;
   // Name of every id ever given, indexed by id (forgotten ones keep theirs: old turns name them).

@@ -22,7 +22,16 @@ struct SpeakerChange {
   // The live feed stalled (StretchEnd::kStalled): nobody is heard from `sample` on because no
   // audio arrives, not because the network heard silence.
   bool stalled = false;
+  // A revision, not a change: later evidence (identity by voice) showed that the change announced
+  // at `sample` was `speaker` (with `speaker_id` and `voice_score`), not `was`, as announced. The
+  // times of changes stay as announced; `previous` and `active` are left empty.
+  bool revision = false;
+  std::string was;
 };
+
+// The changes as revised: each revision renames the latest change before it at its `sample` and
+// is dropped. What a consumer that keeps a timeline (the --rttm output, the tests) does with them.
+std::vector<SpeakerChange> apply_revisions(const std::vector<SpeakerChange>& changes);
 
 // How a stretch of stream ends. kEnded: its audio is all there is (EOS, a discontinuity, a long
 // gap). kStalled: a live feed stopped delivering; the current turn ends with the last audio, and

@@ -81,7 +81,11 @@ void SpeakerTimeline::finalize(int64_t end_frame, int64_t announced_sample) {
 void SpeakerTimeline::advance() {
   for (; next_final_ < final_.size(); ++next_final_) {
     FrameActivity& f = final_[next_final_];
-    if (identifier_ && !identifier_->relabel(f, stitcher_, tracker_)) return;
+    if (identifier_) {
+      if (!identifier_->relabel(f, stitcher_)) return;
+      for (const VoiceRevision& r : identifier_->take_revisions())
+        tracker_.revise(r.from, r.to, r.since, speakers(), announced_, changes_);
+    }
     tracker_.push(f, speakers(), announced_, changes_);
   }
   if (stall_at_ >= 0) {

@@ -14,8 +14,7 @@ void check_range(const SettingRange& range, double value) {
 }
 
 double voice_threshold(const StreamSettings& s) {
-  if (s.identity.match_threshold > 0) return s.identity.match_threshold;
-  return s.latency <= 2.0 ? kShortLatencyVoiceThreshold : kVoiceThreshold;
+  return s.identity.match_threshold > 0 ? s.identity.match_threshold : kVoiceThreshold;
 }
 
 void validate_settings(const StreamSettings& s, bool offline) {

@@ -18,6 +18,48 @@ void TurnTracker::reset() {
   pending_ = kNone;
   pending_frames_ = 0;
   pending_active_.clear();
+  announced_.clear();
+  current_since_ = 0;
+}
+
+void TurnTracker::revise(int from, int to, int64_t since, const std::vector<std::string>& labels,
+                         int64_t announced_sample, std::vector<SpeakerChange>& out) {
+  if (from == to) return;
+  if (pending_ == from) pending_ = to;
+  for (Announced& a : announced_) {
+    if (a.speaker != from || a.sample < since) continue;
+    a.speaker = to;
+    SpeakerChange r;
+    r.sample = a.sample;
+    r.speaker = labels[to];
+    r.was = labels[from];
+    r.announced_sample = announced_sample;
+    r.speaker_id = to;
+    r.revision = true;
+    out.push_back(std::move(r));
+  }
+  if (current_ != from) return;
+  current_ = to;
+  if (current_since_ >= since) return;  // its change was revised above
+  // The turn began before `since` (the stitcher carried its label on to somebody else): the
+  // change that was never announced is, now, dated where the other voice began.
+  SpeakerChange c;
+  c.sample = since;
+  c.speaker = labels[to];
+  c.previous = labels[from];
+  c.active = {labels[to]};
+  c.confidence = 1.0;
+  c.announced_sample = announced_sample;
+  c.speaker_id = to;
+  remember(c.sample, to);
+  out.push_back(std::move(c));
+}
+
+void TurnTracker::remember(int64_t sample, int speaker) {
+  current_since_ = sample;
+  if (speaker < 0) return;
+  if (announced_.size() == kRemembered) announced_.erase(announced_.begin());
+  announced_.push_back({sample, speaker});
 }
 
 void TurnTracker::stall(int64_t sample, const std::vector<std::string>& labels,
@@ -29,6 +71,7 @@ void TurnTracker::stall(int64_t sample, const std::vector<std::string>& labels,
   c.announced_sample = sample;
   c.stalled = true;
   out.push_back(std::move(c));
+  current_since_ = sample;
   current_ = -1;
   pending_ = kNone;
 }
@@ -85,6 +128,7 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
   c.confidence = pending_confidence_ / pending_frames_;
   c.announced_sample = announced_sample;
   c.speaker_id = raw;
+  remember(c.sample, raw);
   out.push_back(std::move(c));
   current_ = raw;
   pending_ = kNone;

@@ -29,12 +29,14 @@ class TurnTracker {
   void reset();
 
   int current() const { return current_; }
-  // `from` is `to` from now on (a provisional voice found to be a known one): the current or
-  // pending speaker keeps its turn under the new id, without a change.
-  void rename(int from, int to) {
-    if (current_ == from) current_ = to;
-    if (pending_ == from) pending_ = to;
-  }
+  // `from` was `to` from stream position `since` on (identity by voice found out later): every
+  // change announced to `from` at or after `since`, among the last kRemembered, is revised (a
+  // revision in `out`, see SpeakerChange::revision), and the current or pending speaker goes on
+  // under the new id. A current turn of `from` that began before `since` ends there: a change to
+  // `to` at `since`, announced now.
+  void revise(int from, int to, int64_t since, const std::vector<std::string>& labels,
+              int64_t announced_sample, std::vector<SpeakerChange>& out);
+  static constexpr size_t kRemembered = 256;
 
  private:
   static constexpr int kNone = -2;  // no pending state; -1 is "nobody"
@@ -45,6 +47,13 @@ class TurnTracker {
   int64_t pending_start_ = 0, pending_frames_ = 0;
   double pending_confidence_ = 0;
   std::vector<std::string> pending_active_;
+  struct Announced {
+    int64_t sample;
+    int speaker;
+  };
+  std::vector<Announced> announced_;  // the last kRemembered changes to a speaker
+  int64_t current_since_ = 0;         // where the current speaker's change was dated
+  void remember(int64_t sample, int speaker);
 };
 
 }  // namespace speakerseg

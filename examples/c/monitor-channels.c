@@ -27,7 +27,8 @@ typedef struct {
   gchar* name;
   gchar* uri;
   guint changes;
-  gchar* current; /* speaker now, "" for nobody */
+  gchar* current;             /* speaker now, "" for nobody */
+  GstClockTime current_since; /* where the current speaker's change was dated */
 } Channel;
 
 static const gchar* who(const gchar* speaker) {
@@ -66,6 +67,7 @@ static Channel* parse_channel(const gchar* arg, GPtrArray* channels) {
   c->name = name;
   c->uri = gst_uri_is_valid(eq + 1) ? g_strdup(eq + 1) : gst_filename_to_uri(eq + 1, NULL);
   c->current = g_strdup("");
+  c->current_since = GST_CLOCK_TIME_NONE;
   return c;
 }
 
@@ -139,7 +141,15 @@ int main(int argc, char** argv) {
     Channel* c = NULL;
     if (gst_speaker_change_result_parse_message(msg, &r)) {
       c = find_channel(channels, GST_MESSAGE_SRC_NAME(msg));
-      if (c != NULL) {
+      if (c != NULL && r.revision) {
+        /* Identity by voice found later that the change at that time was somebody else. */
+        g_print("[%s] %8.3f s  revised: %s was %s\n", c->name, (gdouble)r.timestamp / GST_SECOND,
+                who(r.previous_speaker), who(r.speaker));
+        if (r.timestamp == c->current_since) {
+          g_free(c->current);
+          c->current = g_strdup(r.speaker);
+        }
+      } else if (c != NULL) {
         gchar* active = g_strjoinv(",", r.active_speakers);
         gchar* tag = g_strdup_printf("[%s]", c->name);
         g_print("%-12s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s\n", tag,
@@ -150,6 +160,7 @@ int main(int argc, char** argv) {
         c->changes++;
         g_free(c->current);
         c->current = g_strdup(r.speaker);
+        c->current_since = r.timestamp;
       }
       gst_speaker_change_result_clear(&r);
     } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {

@@ -38,9 +38,15 @@ static void print_change(const gchar* source, const GstSpeakerChangeResult* r,
                          GstClockTime audio_end) {
   gchar* active = g_strjoinv(",", r->active_speakers);
   GString* line = g_string_new(NULL);
-  g_string_append_printf(line, "%-6s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s",
-                         source, (gdouble)r->timestamp / GST_SECOND, who(r->previous_speaker),
-                         who(r->speaker), active, r->confidence, (gdouble)r->delay / GST_SECOND);
+  if (r->revision) /* the change at that time was somebody else (identity by voice) */
+    g_string_append_printf(line, "%-6s %8.3f s  revised: %s was %s  voice %.3f  delay %.3f s",
+                           source, (gdouble)r->timestamp / GST_SECOND, who(r->previous_speaker),
+                           who(r->speaker), r->voice_score, (gdouble)r->delay / GST_SECOND);
+  else
+    g_string_append_printf(line,
+                           "%-6s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s",
+                           source, (gdouble)r->timestamp / GST_SECOND, who(r->previous_speaker),
+                           who(r->speaker), active, r->confidence, (gdouble)r->delay / GST_SECOND);
   if (GST_CLOCK_TIME_IS_VALID(audio_end))
     g_string_append_printf(line, "  (after audio to %.3f s)", (gdouble)audio_end / GST_SECOND);
   /* One g_print per line: it is called from two threads and keeps lines whole. */

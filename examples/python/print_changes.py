@@ -20,6 +20,9 @@ while (msg := pipeline.get_bus().timed_pop_filtered(Gst.CLOCK_TIME_NONE, wanted)
         print(f"{s['timestamp'] / Gst.SECOND:8.3f} s  {s['previous-speaker'] or 'nobody'} -> "
               f"{s['speaker'] or 'nobody'}  active [{','.join(s['active-speakers'])}]  "
               f"confidence {s['confidence']:.3f}  delay {s['delay'] / Gst.SECOND:.3f} s")
+    elif s.get_name() == "speaker-change-revision":  # the change at that time was somebody else
+        print(f"{s['timestamp'] / Gst.SECOND:8.3f} s  revised: {s['previous-speaker']} was "
+              f"{s['speaker']}  delay {s['delay'] / Gst.SECOND:.3f} s")
 pipeline.set_state(Gst.State.NULL)
 if msg.type == Gst.MessageType.ERROR:
     sys.exit(f"print_changes: {msg.parse_error()[0].message}")

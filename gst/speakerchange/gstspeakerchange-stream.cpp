@@ -51,12 +51,13 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
   r.stream_time = stream_time;
   r.delay = c.stalled ? stall_delay : samples_to_duration(c.announced_sample - c.sample);
   r.speaker = g_strdup(c.speaker.c_str());
-  r.previous_speaker = g_strdup(c.previous.c_str());
+  r.previous_speaker = g_strdup((c.revision ? c.was : c.previous).c_str());
   r.active_speakers = g_new0(gchar*, c.active.size() + 1);
   for (size_t i = 0; i < c.active.size(); i++) r.active_speakers[i] = g_strdup(c.active[i].c_str());
   r.confidence = c.confidence;
   r.voice_score = c.voice_score;
   r.stalled = c.stalled;
+  r.revision = c.revision;
   GstStructure* st = gst_speaker_change_result_new_structure(&r);
   gst_speaker_change_result_clear(&r);
 
@@ -74,7 +75,8 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
   if (events && !gst_pad_push_event(srcpad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
                                                                  gst_structure_copy(st))))
     GST_DEBUG_OBJECT(self, "downstream did not take the speaker-change event");
-  if (compat) {
+  // A transcriber's speaker-change event marks where a speaker starts; a revision starts nothing.
+  if (compat && !c.revision) {
     GstStructure* r = gst_structure_new("rstranscribe/speaker-change", "speaker", G_TYPE_STRING,
                                         c.speaker.empty() ? nullptr : c.speaker.c_str(), nullptr);
     if (!gst_pad_push_event(srcpad, gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM, r)))

@@ -58,14 +58,22 @@
  * With #GstSpeakerChange:reidentify (on where the voice model is installed), `speaker` names a
  * voice rather than a window-to-window overlap: each speaker's clean speech (where they alone are
  * active) runs through the GE2E voice encoder, so that a speaker who comes back after other
- * people or after silence gets their label back, voices heard in one window never share a label,
- * and the people of the #GstSpeakerChange:voiceprints file (made with `speakerseg enroll`) are
- * announced by name. A label is decided when its first frame is final, from the clean speech the
- * element holds by then (at most #GstSpeakerChange:latency of it past that frame); with less than
- * 1.6 s of it the speaker gets a provisional new label, which becomes the known one (from the
- * next change on, without a change of its own) once enough clean speech has been heard. Changes
- * already announced are never relabelled. #GstSpeakerChange:max-speakers caps how many people a
- * stream is told apart into. The voice encoder runs on the CPU, next to the segmentation engine.
+ * people or after silence gets their label back, a label the window stitching carried from one
+ * person onto the next is split, people heard talking at once never share a label, and the people
+ * of the #GstSpeakerChange:voiceprints file (made with `speakerseg enroll`) are announced by name.
+ * The voice decides, turn by turn: a turn's first decision, when its first frame is final, reads
+ * the clean speech the element holds by then (at most #GstSpeakerChange:latency of it past that
+ * frame), and the turn is decided again every 1.6 s of clean speech on all of it so far. When
+ * later evidence shows that a change was announced under the wrong name, the element sends a
+ * revision: a #GstStructure named `speaker-change-revision`, the same ways and with the same
+ * fields as `speaker-change`: `timestamp` (and `running-time`, `stream-time`) of the change it
+ * revises, `speaker` the right name, `previous-speaker` the name announced, `delay` how long after
+ * `timestamp` the revision was made, `voice-score` the new speaker's, `active-speakers` empty,
+ * `confidence` 0, `stalled` %FALSE. Times of changes are never revised. An application that keeps
+ * a timeline renames the turn begun at `timestamp`; one that shows only the current speaker
+ * shows the new name if that turn is still current. #GstSpeakerChange:max-speakers caps how many
+ * people a stream is told apart into. The voice encoder runs on the CPU, next to the segmentation
+ * engine.
  *
  * The structure is sent
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The `speaker-change` structure <-> GstSpeakerChangeResult. The structure's layout is defined
- * here once; the element builds its structure with gst_speaker_change_result_new_structure(), so
- * the two cannot drift apart. */
+/* The `speaker-change` (and `speaker-change-revision`) structure <-> GstSpeakerChangeResult. The
+ * structure's layout is defined here once; the element builds its structure with
+ * gst_speaker_change_result_new_structure(), so the two cannot drift apart. */
 #include "speakerchange-result.h"
 
 #include <string.h>
@@ -65,7 +65,9 @@ gboolean gst_speaker_change_result_parse_structure(const GstStructure* structure
   g_return_val_if_fail(result != NULL, FALSE);
   reset(result);
   g_return_val_if_fail(structure != NULL, FALSE);
-  if (!gst_structure_has_name(structure, GST_SPEAKER_CHANGE_RESULT_NAME)) return FALSE;
+  result->revision = gst_structure_has_name(structure, GST_SPEAKER_CHANGE_REVISION_NAME);
+  if (!result->revision && !gst_structure_has_name(structure, GST_SPEAKER_CHANGE_RESULT_NAME))
+    return FALSE;
 
   GstClockTime* times[] = {&result->timestamp, &result->running_time, &result->stream_time,
                            &result->delay};
@@ -114,9 +116,10 @@ GstStructure* gst_speaker_change_result_new_structure(const GstSpeakerChangeResu
     gst_value_array_append_and_take_value(&active, &v);
   }
   GstStructure* s = gst_structure_new(
-      GST_SPEAKER_CHANGE_RESULT_NAME, "timestamp", G_TYPE_UINT64, result->timestamp, "running-time",
-      G_TYPE_UINT64, result->running_time, "stream-time", G_TYPE_UINT64, result->stream_time,
-      "speaker", G_TYPE_STRING, result->speaker != NULL ? result->speaker : "", "previous-speaker",
+      result->revision ? GST_SPEAKER_CHANGE_REVISION_NAME : GST_SPEAKER_CHANGE_RESULT_NAME,
+      "timestamp", G_TYPE_UINT64, result->timestamp, "running-time", G_TYPE_UINT64,
+      result->running_time, "stream-time", G_TYPE_UINT64, result->stream_time, "speaker",
+      G_TYPE_STRING, result->speaker != NULL ? result->speaker : "", "previous-speaker",
       G_TYPE_STRING, result->previous_speaker != NULL ? result->previous_speaker : "", NULL);
   gst_structure_take_value(s, "active-speakers", &active);
   gst_structure_set(s, "confidence", G_TYPE_DOUBLE, result->confidence, "delay", G_TYPE_UINT64,

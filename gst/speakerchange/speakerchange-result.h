@@ -36,6 +36,14 @@ G_BEGIN_DECLS
 #define GST_SPEAKER_CHANGE_RESULT_NAME "speaker-change"
 
 /**
+ * GST_SPEAKER_CHANGE_REVISION_NAME:
+ *
+ * The name of the structure of a revision (see #GstSpeakerChangeResult's @revision):
+ * `"speaker-change-revision"`, sent the same ways as `speaker-change`.
+ */
+#define GST_SPEAKER_CHANGE_REVISION_NAME "speaker-change-revision"
+
+/**
  * GstSpeakerChangeResult:
  * @timestamp: buffer time (PTS) where the new turn begins, in nanoseconds: the centre of the
  *   first 16.875 ms network frame of the new state. Field `timestamp` (#guint64).
@@ -52,8 +60,9 @@ G_BEGIN_DECLS
  *   element's stream; "" when nobody speaks. Labels are per element and per stretch of stream:
  *   `speaker-0` of two elements are not the same person. Never %NULL after a successful parse.
  *   Field `speaker` (#gchararray).
- * @previous_speaker: the current speaker before the change, "" for nobody. Never %NULL after a
- *   successful parse. Field `previous-speaker` (#gchararray).
+ * @previous_speaker: the current speaker before the change, "" for nobody; in a revision, the
+ *   name the revised change was announced with. Never %NULL after a successful parse. Field
+ *   `previous-speaker` (#gchararray).
  * @active_speakers: %NULL-terminated array of everyone active when the new turn began; during
  *   overlapped speech it holds more than @speaker; empty (but not %NULL) when nobody speaks.
  *   Field `active-speakers` (#GstValueArray of #gchararray; a #GST_TYPE_ARRAY, not a #GStrv).
@@ -70,6 +79,14 @@ G_BEGIN_DECLS
  *   also when nobody was speaking (then @previous_speaker is "" too); the next change, once audio
  *   returns, starts a new time line. %FALSE for every other change. Field `stalled`
  *   (#gboolean); structures without it (older elements) parse with %FALSE.
+ * @revision: %TRUE for a `speaker-change-revision`: with `reidentify` on, later evidence of the
+ *   voice showed that the change announced at @timestamp (same @timestamp, @running_time and
+ *   @stream_time) was @speaker, not @previous_speaker as announced. The time of the change stays;
+ *   only its speaker is corrected, and so the speaker of the turn it began (up to the next
+ *   change). @delay is how long after @timestamp the revision was made (the newest audio then);
+ *   @active_speakers is empty, @confidence 0, @voice_score the new speaker's. A revision names
+ *   a change sent earlier; one that names none this application saw (it joined later) can be
+ *   ignored. %FALSE for a change (structure `speaker-change`).
  *
  * One speaker change. After a successful parse the struct owns its strings: release them with
  * gst_speaker_change_result_clear(). To build one for gst_speaker_change_result_new_structure()
@@ -87,9 +104,10 @@ typedef struct {
   gdouble confidence;
   gdouble voice_score;
   gboolean stalled;
+  gboolean revision;
 
   /*< private >*/
-  gpointer _gst_reserved[GST_PADDING - 2]; /* voice_score and stalled took one slot each */
+  gpointer _gst_reserved[GST_PADDING - 3]; /* voice_score, stalled, revision: one slot each */
 } GstSpeakerChangeResult;
 
 /**
@@ -103,7 +121,8 @@ typedef struct {
  * that more easily than a #GstValueArray.
  *
  * Returns: %TRUE and a filled @result (free it with gst_speaker_change_result_clear()) if
- *   @structure is named `speaker-change` and has every field with its type; %FALSE otherwise, with
+ *   @structure is named `speaker-change` (or `speaker-change-revision`: @revision is then %TRUE)
+ *   and has every field with its type; %FALSE otherwise, with
  *   @result cleared (nothing to free).
  */
 gboolean gst_speaker_change_result_parse_structure(const GstStructure* structure,
@@ -135,7 +154,8 @@ gboolean gst_speaker_change_result_parse_event(GstEvent* event, GstSpeakerChange
  * gst_speaker_change_result_new_structure:
  * @result: the change
  *
- * Builds the `speaker-change` structure the element sends, with its fields in the element's order.
+ * Builds the `speaker-change` structure the element sends (`speaker-change-revision` where
+ * @result's @revision is set), with its fields in the element's order.
  *
  * Returns: (transfer full): a new structure
  */

@@ -39,6 +39,7 @@
 #include "identity/voiceprints.h"
 #include "io/audio_file.h"
 #include "scheduling/engine_pool.h"
+#include "speakerchange-result.h"
 
 namespace {
 
@@ -98,6 +99,7 @@ struct Change {
   double confidence = 0;
   double voice_score = 0;
   bool stalled = false;
+  bool revision = false;
 };
 
 bool operator==(const Change& a, const Change& b) {
@@ -169,7 +171,7 @@ struct Unanalysed {
 
 // What reached the harness's sink pad, in order.
 struct Item {
-  enum Kind { kBuffer, kChange, kRstranscribe, kFlushStop, kGap, kEos } kind;
+  enum Kind { kBuffer, kChange, kRevision, kRstranscribe, kFlushStop, kGap, kEos } kind;
   GstClockTime pts = GST_CLOCK_TIME_NONE, duration = GST_CLOCK_TIME_NONE;
   Change change;
   bool rs_has_speaker = false;
@@ -395,6 +397,21 @@ class ElementRun {
         if (gst_structure_has_name(s, "speaker-change")) {
           item.kind = Item::kChange;
           item.change = parse_change(s);
+        } else if (gst_structure_has_name(s, GST_SPEAKER_CHANGE_REVISION_NAME)) {
+          // Through the public parser: what an application gets.
+          GstSpeakerChangeResult r;
+          if (!gst_speaker_change_result_parse_event(e, &r)) {
+            ADD_FAILURE() << "a speaker-change-revision event that does not parse";
+            return GST_PAD_PROBE_OK;
+          }
+          item.kind = Item::kRevision;
+          item.change.timestamp = r.timestamp;
+          item.change.delay = r.delay;
+          item.change.speaker = r.speaker;
+          item.change.previous = r.previous_speaker;
+          item.change.voice_score = r.voice_score;
+          item.change.revision = r.revision;
+          gst_speaker_change_result_clear(&r);
         } else if (gst_structure_has_name(s, "rstranscribe/speaker-change")) {
           item.kind = Item::kRstranscribe;
           item.rs_has_speaker = gst_structure_has_field_typed(s, "speaker", G_TYPE_STRING);
@@ -1489,6 +1506,48 @@ std::string alice_and_bob_voiceprints() {
   const std::string path = speakerseg::test::scratch().path() + "/sample-voiceprints.json";
   prints.save(path);
   return path;
+}
+
+// A label the window stitching carries from one person onto the next is split by voice, and the
+// change already announced under the old name is revised: sample.wav, then the AMI meeting trn05
+// (other people), then sample.wav again. Each revision parses (GstSpeakerChangeResult, revision
+// TRUE), comes after the change it names, and renames it: same timestamp, announced under
+// `previous-speaker`, now someone else.
+TEST(SpeakerChangeElement, RevisionsRenameAnnouncedChanges) {
+  REQUIRE_SAMPLE();
+  const std::string sample_path = env("SPEAKERCHANGE_SAMPLE_WAV");
+  const std::string other = sample_path.substr(0, sample_path.rfind('/')) + "/trn05.wav";
+  if (!g_file_test(other.c_str(), G_FILE_TEST_EXISTS)) GTEST_SKIP() << other << " is missing";
+  std::vector<float> joined(sample);
+  const std::vector<float> trn05 = speakerseg::read_mono_16k(other);
+  joined.insert(joined.end(), trn05.begin(), trn05.end());
+  joined.insert(joined.end(), sample.begin(), sample.end());
+
+  ElementRun run([&](GstElement* e) { g_object_set(e, "reidentify", TRUE, nullptr); });
+  run.push(joined, 0, joined.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  int revisions = 0;
+  const auto& items = run.items();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != Item::kRevision) continue;
+    ++revisions;
+    const Change& r = items[i].change;
+    EXPECT_TRUE(r.revision);
+    EXPECT_NE(r.speaker, r.previous) << secs(r.timestamp) << " s";
+    EXPECT_FALSE(r.speaker.empty());
+    bool named = false;
+    for (size_t j = 0; j < i; ++j)
+      named =
+          named || (items[j].kind == Item::kChange && items[j].change.timestamp == r.timestamp &&
+                    items[j].change.speaker == r.previous);
+    EXPECT_TRUE(named) << "the revision at " << secs(r.timestamp) << " s (" << r.previous << " -> "
+                       << r.speaker << ") names no change announced before it"
+                       << describe(run.events());
+    std::printf("[ revision ] %.3f s: %s -> %s, %.2f s after, voice %.3f\n", secs(r.timestamp),
+                r.previous.c_str(), r.speaker.c_str(), secs(r.delay), r.voice_score);
+  }
+  EXPECT_GE(revisions, 1) << describe(run.events());
 }
 
 TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {

@@ -48,6 +48,7 @@ void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult&
   EXPECT_EQ(a.confidence, b.confidence);
   EXPECT_EQ(a.voice_score, b.voice_score);
   EXPECT_EQ(a.stalled, b.stalled);
+  EXPECT_EQ(a.revision, b.revision);
 }
 
 GstStructure* parse_string(const char* text) {
@@ -68,6 +69,28 @@ TEST(SpeakerChangeResult, StructureRoundTrip) {
     ASSERT_NE(out.active_speakers, nullptr);  // empty, not NULL
     gst_structure_free(s);
   }
+}
+
+// A revision (identity by voice renames an announced change) travels as its own structure name,
+// with the change's fields: it round-trips with `revision` set, and a change never parses as one.
+TEST(SpeakerChangeResult, RevisionRoundTrip) {
+  Result in;
+  fill(in, {});
+  in.revision = TRUE;
+  GstStructure* s = gst_speaker_change_result_new_structure(&in);
+  EXPECT_TRUE(gst_structure_has_name(s, "speaker-change-revision"));
+  EXPECT_TRUE(gst_structure_has_name(s, GST_SPEAKER_CHANGE_REVISION_NAME));
+  Result out;
+  ASSERT_TRUE(gst_speaker_change_result_parse_structure(s, &out));
+  expect_equal(in, out);
+  EXPECT_TRUE(out.revision);
+  gst_structure_free(s);
+  in.revision = FALSE;
+  s = gst_speaker_change_result_new_structure(&in);
+  Result change;
+  ASSERT_TRUE(gst_speaker_change_result_parse_structure(s, &change));
+  EXPECT_FALSE(change.revision);
+  gst_structure_free(s);
 }
 
 // The layout is the element's documented one: names, types and field order.

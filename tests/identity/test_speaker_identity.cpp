@@ -54,10 +54,13 @@ std::vector<SpeakerChange> detect(Fixture& fx, const std::vector<float>& audio, 
   SpeakerChangeDetector d(*fx.engine, s, 1, reidentify ? fx.voice.get() : nullptr, enrolled);
   const std::vector<SpeakerChange> out = test::run_detector(d, audio);
   for (const auto& c : out)
-    std::printf("[ %-8s ] %7.3f s  %-10s -> %-10s voice %.3f\n", reidentify ? "voice" : "overlap",
-                c.sample / double(kSampleRate), c.previous.c_str(), c.speaker.c_str(),
-                c.voice_score);
-  return out;
+    std::printf("[ %-8s ] %7.3f s  %-10s -> %-10s voice %.3f\n",
+                c.revision   ? "revision"
+                : reidentify ? "voice"
+                             : "overlap",
+                c.sample / double(kSampleRate), (c.revision ? c.was : c.previous).c_str(),
+                c.speaker.c_str(), c.voice_score);
+  return apply_revisions(out);
 }
 
 // The speakers announced for turns that begin in [from, to) seconds.

@@ -101,16 +101,27 @@ TEST(Voiceprints, RefusesBadFiles) {
   expect_error(file_with("noname.json", kHeader, "{\"embedding\": [1]}"), "is malformed");
 }
 
-TEST(VoiceRegistry, NearestAllowedVoice) {
+TEST(VoiceRegistry, ScoresTheAllowedVoicesWithAVoiceprint) {
   VoiceRegistry r(10);
   const int alice = r.enroll("Alice", unit(0));
   const int a = r.add(unit(1), 3, 0);
   const int b = r.add({}, 0, 0);  // provisional: no voiceprint, never a match
   EXPECT_EQ(r.names()[a], "speaker-0");
   EXPECT_EQ(r.names()[b], "speaker-1");
-  EXPECT_EQ(r.nearest(unit(1, 0.1f), [](int) { return true; }).id, a);
-  EXPECT_EQ(r.nearest(unit(1, 0.1f), [&](int id) { return id != a; }).id, alice);
-  EXPECT_EQ(r.nearest(unit(5), [&](int id) { return id == b; }).id, -1);
+  const auto all = r.scores(unit(1, 0.1f), [](int) { return true; });
+  ASSERT_EQ(all.size(), 2u);  // not the provisional voice
+  EXPECT_EQ(all[0].id, alice);
+  EXPECT_TRUE(all[0].enrolled);
+  EXPECT_EQ(all[1].id, a);
+  EXPECT_GT(all[1].score, all[0].score);
+  const auto others = r.scores(unit(1, 0.1f), [&](int id) { return id != a; });
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].id, alice);
+  EXPECT_TRUE(r.scores(unit(5), [&](int id) { return id == b; }).empty());
+  // A voiceprint of telephone speech is narrowband while most of its seconds are.
+  const int c = r.add(unit(4), 2, 0);
+  r.learn(c, unit(4), 3, 0, true);
+  EXPECT_TRUE(r.scores(unit(4), [&](int id) { return id == c; })[0].narrowband);
   // Learning moves a voiceprint; an enrolled one stays as enrolled.
   r.learn(a, unit(2), 3, 1);
   EXPECT_NEAR(r.score(a, unit(2)), std::sqrt(0.5), 1e-5);

@@ -11,6 +11,7 @@
 #include "model/model_spec.h"
 #include "model/powerset.h"
 #include "scheduling/async_segmenter.h"
+#include "streaming/speaker_change.h"
 #include "streaming/speaker_stitcher.h"
 #include "streaming/stall_watch.h"
 #include "streaming/stream_settings.h"
@@ -247,6 +248,65 @@ TEST(TurnTracker, StallEndsTheTurnWithNobodyMarkedStalled) {
   EXPECT_EQ(out[3].speaker, "speaker-1");
 }
 
+// Identity by voice found later that speaker-1 was speaker-2: the changes announced to speaker-1
+// since then are revised (same times, new name), the current turn goes on under speaker-2 without
+// a change, and apply_revisions() renames them in a timeline.
+TEST(TurnTracker, RevisionsRenameAnnouncedChangesAndTheCurrentTurn) {
+  StreamSettings s;
+  TurnTracker t(s);
+  const std::vector<std::string> labels{"speaker-0", "speaker-1", "speaker-2"};
+  std::vector<SpeakerChange> out;
+  int64_t k = 0;
+  auto run = [&](int n, std::vector<float> a) {
+    for (int i = 0; i < n; ++i, ++k) t.push(frame(k, a), labels, k * 270, out);
+  };
+  run(100, {0.f, 0.9f, 0.f});  // speaker-1 (an earlier turn: not revised below)
+  run(100, {0.9f, 0.f, 0.f});  // speaker-0
+  run(100, {0.f, 0.9f, 0.f});  // speaker-1 again: the turn that was speaker-2's
+  ASSERT_EQ(out.size(), 3u);
+  const int64_t since = out[2].sample;
+  t.revise(1, 2, since, labels, k * 270, out);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_TRUE(out[3].revision);
+  EXPECT_EQ(out[3].sample, since);
+  EXPECT_EQ(out[3].speaker, "speaker-2");
+  EXPECT_EQ(out[3].was, "speaker-1");
+  EXPECT_EQ(out[3].speaker_id, 2);
+  EXPECT_EQ(out[3].announced_sample, k * 270);
+  // The frames go on as speaker-2's: no change.
+  run(50, {0.f, 0.f, 0.9f});
+  EXPECT_EQ(out.size(), 4u);
+  const auto timeline = apply_revisions(out);
+  ASSERT_EQ(timeline.size(), 3u);
+  EXPECT_EQ(timeline[0].speaker, "speaker-1");
+  EXPECT_EQ(timeline[1].speaker, "speaker-0");
+  EXPECT_EQ(timeline[2].speaker, "speaker-2");
+  EXPECT_EQ(timeline[2].sample, since);
+}
+
+// The stitcher carried speaker-0's label onto somebody else across a pause shorter than
+// min-silence, so no change was announced there; when the voice shows it, the change is announced
+// then, dated where the other voice began.
+TEST(TurnTracker, ARevisionInsideOneTurnAnnouncesTheChangeThatWasMissed) {
+  StreamSettings s;
+  TurnTracker t(s);
+  const std::vector<std::string> labels{"speaker-0", "speaker-1"};
+  std::vector<SpeakerChange> out;
+  int64_t k = 0;
+  for (; k < 200; ++k) t.push(frame(k, {0.9f, 0.f}), labels, k * 270, out);
+  ASSERT_EQ(out.size(), 1u);
+  const int64_t since = SpeakerStitcher::frame_centre_sample(120);
+  t.revise(0, 1, since, labels, k * 270, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[1].revision);
+  EXPECT_EQ(out[1].sample, since);
+  EXPECT_EQ(out[1].speaker, "speaker-1");
+  EXPECT_EQ(out[1].previous, "speaker-0");
+  EXPECT_EQ(out[0].speaker, "speaker-0");  // the first turn stays speaker-0's
+  for (; k < 250; ++k) t.push(frame(k, {0.f, 0.9f}), labels, k * 270, out);
+  EXPECT_EQ(out.size(), 2u);
+}
+
 TEST(StallWatch, StallsOnceWaitPastTheNewestAudioAndResumesWithAudio) {
   const int64_t s = 1000000000;
   EXPECT_EQ(stall_wait(2.0, 1.0, s / 10), 3 * s + s / 10);
@@ -348,11 +408,11 @@ TEST(StallWatch, ArrivalsWithoutAudioKeepTheFeedAlive) {
   EXPECT_EQ(w.deadline(), 15 * s);
 }
 
-// The voice threshold left at 0 follows the latency as tuned (docs/identity.md); a set one stands.
-TEST(StreamSettings, VoiceThresholdByLatencyUnlessSet) {
+// The voice threshold left at 0 is the tuned one (docs/identity.md); a set one stands.
+TEST(StreamSettings, VoiceThresholdTunedUnlessSet) {
   StreamSettings s;
   EXPECT_EQ(s.identity.match_threshold, 0.0);
-  EXPECT_EQ(voice_threshold(s), kShortLatencyVoiceThreshold);  // the default latency, 2 s
+  EXPECT_EQ(voice_threshold(s), kVoiceThreshold);  // the default latency, 2 s
   s.latency = 2.5;
   EXPECT_EQ(voice_threshold(s), kVoiceThreshold);
   s.latency = 1e9;  // offline

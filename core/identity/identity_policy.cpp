@@ -1,0 +1,85 @@
+#include "identity/identity_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace speakerseg {
+namespace {
+
+constexpr double kShortEvidence = 1.6, kLongEvidence = 6.0, kNewAfter = 3.0;
+
+}  // namespace
+
+double IdentityPolicy::keep_floor(double seconds) const {
+  if (seconds <= kShortEvidence) return s_.keep_floor_short;
+  if (seconds >= kLongEvidence) return s_.keep_floor_long;
+  const double t = std::log(seconds / kShortEvidence) / std::log(kLongEvidence / kShortEvidence);
+  return s_.keep_floor_short + t * (s_.keep_floor_long - s_.keep_floor_short);
+}
+
+Match IdentityPolicy::best(const std::vector<Match>& candidates, int except) {
+  Match top;
+  for (const Match& m : candidates)
+    if (m.id != except && (top.id < 0 || m.score > top.score)) top = m;
+  return top;
+}
+
+void IdentityPolicy::calibrate(std::vector<Match>& candidates, bool narrowband) const {
+  if (!narrowband) return;
+  for (Match& m : candidates)
+    if (m.narrowband) m.score -= static_cast<float>(s_.narrowband_shift);
+}
+
+Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> candidates,
+                                bool may_add, bool narrowband, bool guarded) const {
+  calibrate(candidates, narrowband);
+  const auto own = std::find_if(candidates.begin(), candidates.end(),
+                                [&](const Match& m) { return m.id == present; });
+  const bool voiced = own != candidates.end();  // the present voice has a voiceprint
+  if (seconds <= 0) {
+    // Nothing heard clean yet: continuity is all there is.
+    if (present >= 0) return {Verdict::kKeep, present, voiced ? own->score : 0.f};
+    return {Verdict::kUnknown, -1, 0.f};
+  }
+  const Match top = best(candidates);
+  if (top.id >= 0 && top.id != present) {
+    const float runner_up = best(candidates, top.id).score;
+    const bool clear = best(candidates, top.id).id < 0 || top.score >= runner_up + s_.margin;
+    if (top.score >= s_.match_threshold && clear) return {Verdict::kKnown, top.id, top.score};
+  }
+  // A voiceprint of a few seconds scores even its own person's long evidence low: the floor goes
+  // with the shorter of the two.
+  if (voiced && own->score >= keep_floor(std::min(seconds, own->seconds)))
+    return {Verdict::kKeep, present, own->score};
+  // A guarded turn (its label speaks again after others spoke, as in conversation) goes to
+  // somebody new only on kNewAfter of evidence: short stretches of speech in a noisy room score
+  // their own person low now and then. It may go to somebody known sooner.
+  if (voiced && guarded && seconds < kNewAfter &&
+      (top.id == present || top.score < s_.match_threshold))
+    return {Verdict::kKeep, present, own->score};
+  if (top.id >= 0 && top.score >= s_.match_threshold) {
+    // Two known voices match with no clear winner: the turn is one of them, not a new person;
+    // its own voice when that is one of them.
+    if (voiced && own->score >= top.score - s_.margin) return {Verdict::kKeep, present, own->score};
+    return {Verdict::kKnown, top.id, top.score};
+  }
+  if (!may_add) {
+    if (top.id >= 0)
+      return {top.id == present ? Verdict::kKeep : Verdict::kKnown, top.id, top.score};
+    if (present >= 0) return {Verdict::kKeep, present, 0.f};
+  }
+  return {Verdict::kNew, -1, 0.f};
+}
+
+bool IdentityPolicy::learns(int voice, std::vector<Match> candidates, bool narrowband) const {
+  calibrate(candidates, narrowband);
+  const auto own = std::find_if(candidates.begin(), candidates.end(),
+                                [&](const Match& m) { return m.id == voice; });
+  if (own == candidates.end()) return false;
+  const float score = own->score;
+  if (score < s_.match_threshold) return false;
+  const Match other = best(candidates, voice);
+  return other.id < 0 || score >= other.score + s_.margin;
+}
+
+}  // namespace speakerseg

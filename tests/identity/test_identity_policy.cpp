@@ -1,0 +1,104 @@
+// The identity decisions on their own (core/identity/identity_policy.h): scores in, verdicts out.
+// The scores are of the kind GE2E gives on the programmes (docs/identity.md): a person's own
+// voice 0.75-0.9, somebody else 0.45-0.65 in the studio, about 0.13 more on the telephone.
+#include "identity/identity_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace speakerseg {
+namespace {
+
+IdentitySettings settings() {
+  IdentitySettings s;
+  s.match_threshold = 0.72;
+  return s;
+}
+
+TEST(IdentityPolicy, AKnownVoiceTakesTheTurnOnlyWithAMargin) {
+  const IdentityPolicy p(settings());
+  // Clearly somebody known, ahead of the present voice.
+  Decision d = p.decide(0, 3.0, {{0, 0.55f}, {1, 0.85f}}, true, false);
+  EXPECT_EQ(d.verdict, Verdict::kKnown);
+  EXPECT_EQ(d.voice, 1);
+  // Two known voices within the margin of each other and the present one among them: it stays.
+  d = p.decide(0, 3.0, {{0, 0.80f}, {1, 0.82f}}, true, false);
+  EXPECT_EQ(d.verdict, Verdict::kKeep);
+  EXPECT_EQ(d.voice, 0);
+  // Below the threshold nobody known takes it; the present voice keeps it above the floor.
+  d = p.decide(0, 3.0, {{0, 0.66f}, {1, 0.70f}}, true, false);
+  EXPECT_EQ(d.verdict, Verdict::kKeep);
+}
+
+TEST(IdentityPolicy, TheKeepFloorRisesWithTheEvidence) {
+  const IdentityPolicy p(settings());
+  EXPECT_DOUBLE_EQ(p.keep_floor(1.6), settings().keep_floor_short);
+  EXPECT_DOUBLE_EQ(p.keep_floor(12), settings().keep_floor_long);
+  EXPECT_LT(p.keep_floor(3), p.keep_floor(5));
+  // Against a voiceprint of 20 s, 0.6 keeps a turn on 1.6 s of evidence, not on 8 s: somebody new.
+  const Match own{0, 0.6f, false, false, 20};
+  EXPECT_EQ(p.decide(0, 1.6, {own}, true, false).verdict, Verdict::kKeep);
+  EXPECT_EQ(p.decide(0, 8.0, {own}, true, false).verdict, Verdict::kNew);
+  // Against a voiceprint of 2 s, which scores its own person lower, 0.6 keeps it.
+  EXPECT_EQ(p.decide(0, 8.0, {{0, 0.6f, false, false, 2}}, true, false).verdict, Verdict::kKeep);
+  // ... and where no new voice may be made (max-speakers): the nearest.
+  const Decision d = p.decide(0, 8.0, {own, {1, 0.5f}}, false, false);
+  EXPECT_EQ(d.verdict, Verdict::kKeep);
+  EXPECT_EQ(d.voice, 0);
+}
+
+// A label back after others spoke (the network told them apart) keeps its voice on short
+// evidence that one back after silence would lose; 3 s of evidence decide either way.
+TEST(IdentityPolicy, AGuardedTurnGoesToSomebodyNewOnlyOnLongerEvidence) {
+  const IdentityPolicy p(settings());
+  EXPECT_EQ(p.decide(0, 2.0, {{0, 0.45f}}, true, false, false).verdict, Verdict::kNew);
+  EXPECT_EQ(p.decide(0, 2.0, {{0, 0.45f}}, true, false, true).verdict, Verdict::kKeep);
+  EXPECT_EQ(p.decide(0, 3.2, {{0, 0.45f}}, true, false, true).verdict, Verdict::kNew);
+  // ... but goes to somebody known on short evidence all the same.
+  EXPECT_EQ(p.decide(0, 2.0, {{0, 0.45f}, {1, 0.85f}}, true, false, true).verdict, Verdict::kKnown);
+}
+
+TEST(IdentityPolicy, WithoutEvidenceContinuityDecides) {
+  const IdentityPolicy p(settings());
+  EXPECT_EQ(p.decide(3, 0, {}, true, false).verdict, Verdict::kKeep);
+  EXPECT_EQ(p.decide(-1, 0, {}, true, false).verdict, Verdict::kUnknown);
+  // A provisional voice (no voiceprint yet) whose evidence matches nobody: somebody new.
+  EXPECT_EQ(p.decide(3, 2.0, {{0, 0.5f}}, true, false).verdict, Verdict::kNew);
+}
+
+TEST(IdentityPolicy, EnrolledPeopleAreDecidedWithAMarginToo) {
+  const IdentityPolicy p(settings());
+  const Match enrolled{1, 0.80f, true};
+  EXPECT_EQ(p.decide(-1, 3.0, {enrolled, {0, 0.5f}}, true, false).verdict, Verdict::kKnown);
+  // An anonymous voice as close: neither is clearly the turn's; the better one takes it, never
+  // a new voice.
+  const Decision d = p.decide(-1, 3.0, {enrolled, {0, 0.78f}}, true, false);
+  EXPECT_EQ(d.verdict, Verdict::kKnown);
+  EXPECT_EQ(d.voice, 1);
+}
+
+TEST(IdentityPolicy, TelephoneScoresCountLessBetweenTelephoneVoices) {
+  const IdentityPolicy p(settings());
+  Match caller{1, 0.76f, false, true};
+  // A studio turn: 0.76 is that caller; a telephone turn: 0.76 - shift is not.
+  EXPECT_EQ(p.decide(-1, 3.0, {caller}, true, false).verdict, Verdict::kKnown);
+  EXPECT_EQ(p.decide(-1, 3.0, {caller}, true, true).verdict, Verdict::kNew);
+  EXPECT_TRUE(p.same_person(0.85f, false));
+  EXPECT_FALSE(p.same_person(0.85f, true));
+}
+
+TEST(IdentityPolicy, OnlyClearEvidenceTrainsAVoiceprint) {
+  const IdentityPolicy p(settings());
+  EXPECT_TRUE(p.learns(0, {{0, 0.85f}, {1, 0.6f}}, false));
+  EXPECT_FALSE(p.learns(0, {{0, 0.85f}, {1, 0.83f}}, false));  // no margin over voice 1
+  EXPECT_FALSE(p.learns(0, {{0, 0.68f}}, false));              // below the threshold
+  EXPECT_FALSE(p.learns(0, {{1, 0.9f}}, false));               // not a candidate
+}
+
+TEST(IdentityPolicy, ATakeoverIsSpeechFarFromTheRestOfItsTurn) {
+  const IdentityPolicy p(settings());
+  EXPECT_TRUE(p.taken_over(0.3f));
+  EXPECT_FALSE(p.taken_over(0.7f));
+}
+
+}  // namespace
+}  // namespace speakerseg
