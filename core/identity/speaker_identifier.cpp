@@ -408,6 +408,10 @@ bool SpeakerIdentifier::relabel(FrameActivity& frame, const SpeakerStitcher& sti
     if (it->second.last_active + 4 * kWindowFrames < k) {
       end_turn(it->second, it->first, k);
       it = labels_.erase(it);
+      // Pairs of voices forgotten since (capacity) will never be asked about: a long stream's
+      // memory stays bounded by the voices it remembers.
+      for (auto a = apart_.begin(); a != apart_.end();)
+        a = voices_.find(a->first) && voices_.find(a->second) ? std::next(a) : apart_.erase(a);
     } else {
       ++it;
     }
