@@ -71,13 +71,19 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   return {Verdict::kNew, -1, 0.f};
 }
 
-bool IdentityPolicy::learns(int voice, std::vector<Match> candidates, bool narrowband) const {
+bool IdentityPolicy::learns(int voice, double seconds, std::vector<Match> candidates,
+                            bool narrowband) const {
   calibrate(candidates, narrowband);
   const auto own = std::find_if(candidates.begin(), candidates.end(),
                                 [&](const Match& m) { return m.id == voice; });
   if (own == candidates.end()) return false;
   const float score = own->score;
-  if (score < s_.match_threshold) return false;
+  // A young voiceprint (a first turn's few seconds) scores its own person low: it learns from
+  // the turns it kept, until it has kLongEvidence behind it; then only from clear matches.
+  const double bar = own->seconds < kLongEvidence
+                         ? std::min(s_.match_threshold, keep_floor(std::min(seconds, own->seconds)))
+                         : s_.match_threshold;
+  if (score < bar) return false;
   const Match other = best(candidates, voice);
   return other.id < 0 || score >= other.score + s_.margin;
 }

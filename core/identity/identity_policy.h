@@ -47,9 +47,10 @@ class IdentityPolicy {
   Decision decide(int present, double seconds, std::vector<Match> candidates, bool may_add,
                   bool narrowband, bool guarded = false) const;
 
-  // Whether a turn (`narrowband` as above) decided as `voice` may train that voice's voiceprint:
-  // only evidence that clearly belongs to it (`candidates` as above, `voice` among them).
-  bool learns(int voice, std::vector<Match> candidates, bool narrowband) const;
+  // Whether a turn of `seconds` of evidence (`narrowband` as above) decided as `voice` may train
+  // that voice's voiceprint: only evidence that clearly belongs to it, ahead of every other voice
+  // by the margin (`candidates` as above, `voice` among them).
+  bool learns(int voice, double seconds, std::vector<Match> candidates, bool narrowband) const;
 
   // Whether two anonymous voiceprints this close (cosine) are one person, who then keeps the
   // older voice; `narrowband`: both are telephone band.

@@ -294,7 +294,8 @@ void SpeakerIdentifier::end_turn(Label& l, int label, int64_t frame) {
   const std::vector<Match> candidates = voices_.scores(unit(l.evidence), [&](int id) {
     return id == voice || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
   });
-  if (policy_.learns(voice, candidates, l.narrowband())) learn(l, frame, excluded);
+  if (policy_.learns(voice, l.evidence_seconds, candidates, l.narrowband()))
+    learn(l, frame, excluded);
   l.unlearned.clear();
 }
 

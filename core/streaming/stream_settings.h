@@ -34,7 +34,7 @@ struct IdentitySettings {
   double keep_floor_long = 0.70;
   double merge_threshold = 0.80;  // two anonymous voiceprints this close are one person
   // Between telephone-band speech and a telephone-band voiceprint, scores count this much less.
-  double narrowband_shift = 0.12;
+  double narrowband_shift = 0.10;
   double takeover_threshold = 0.45;  // a turn's new speech this far from the rest: someone else
   double turn_gap = 0.25;            // seconds a label is silent before its next speech is a turn
   double clean_others = 0.5;      // a frame is clean for a speaker when nobody else is above this

@@ -430,7 +430,7 @@ void install_properties(GObjectClass* gobject_class) {
    * Cosine similarity of GE2E voice embeddings at or above which a known voice takes a turn,
    * if it is also ahead of every other voice by a margin of 0.1 (tuned on the train programmes
    * and meetings at latency 2 s, docs/identity.md; between two telephone-band voices the bar is
-   * 0.12 higher). Higher: fewer people merged, more returning speakers given a new label. 0 (the
+   * 0.10 higher). Higher: fewer people merged, more returning speakers given a new label. 0 (the
    * default): 0.78.
    */
   g_object_class_install_property(

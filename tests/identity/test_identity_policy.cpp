@@ -88,10 +88,14 @@ TEST(IdentityPolicy, TelephoneScoresCountLessBetweenTelephoneVoices) {
 
 TEST(IdentityPolicy, OnlyClearEvidenceTrainsAVoiceprint) {
   const IdentityPolicy p(settings());
-  EXPECT_TRUE(p.learns(0, {{0, 0.85f}, {1, 0.6f}}, false));
-  EXPECT_FALSE(p.learns(0, {{0, 0.85f}, {1, 0.83f}}, false));  // no margin over voice 1
-  EXPECT_FALSE(p.learns(0, {{0, 0.68f}}, false));              // below the threshold
-  EXPECT_FALSE(p.learns(0, {{1, 0.9f}}, false));               // not a candidate
+  // A voiceprint of 20 s learns only from clear matches, ahead of every other voice.
+  EXPECT_TRUE(p.learns(0, 3.0, {{0, 0.85f, false, false, 20}, {1, 0.6f}}, false));
+  EXPECT_FALSE(p.learns(0, 3.0, {{0, 0.85f, false, false, 20}, {1, 0.83f}}, false));
+  EXPECT_FALSE(p.learns(0, 3.0, {{0, 0.68f, false, false, 20}}, false));
+  EXPECT_FALSE(p.learns(0, 3.0, {{1, 0.9f}}, false));  // not a candidate
+  // A young one (2 s) learns from a turn it kept.
+  EXPECT_TRUE(p.learns(0, 3.0, {{0, 0.68f, false, false, 2}}, false));
+  EXPECT_FALSE(p.learns(0, 3.0, {{0, 0.45f, false, false, 2}}, false));
 }
 
 TEST(IdentityPolicy, ATakeoverIsSpeechFarFromTheRestOfItsTurn) {
