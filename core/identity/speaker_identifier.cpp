@@ -220,11 +220,8 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
     l.unlearned.push_back({e, seconds, narrowband_});
   }
   const int present = l.voice;
-  std::vector<Match> candidates;
-  if (l.evidence_seconds > 0)
-    candidates = voices_.scores(unit(l.evidence), [&](int id) {
-      return id == present || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
-    });
+  const std::vector<Match> candidates =
+      l.evidence_seconds > 0 ? candidates_for(l, excluded) : std::vector<Match>{};
   const Decision d = policy_.decide(present, l.evidence_seconds, candidates, !at_limit(),
                                     l.narrowband(), l.guarded);
   int to = d.voice;
@@ -235,8 +232,7 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
   switch (d.verdict) {
     case Verdict::kKeep:
       if (l.evidence_seconds > 0) scores_[present] = cosine;
-      for (int other : excluded)
-        if (other != present) apart_.insert({std::min(present, other), std::max(present, other)});
+      keep_apart(present, excluded);
       if (l.owns_voice) learn(l, frame, excluded);
       return;
     case Verdict::kUnknown:
@@ -254,8 +250,7 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
   }
   l.owns_voice = d.verdict == Verdict::kNew;
   scores_[to] = d.verdict == Verdict::kKnown ? cosine : 0.f;
-  for (int other : excluded)
-    if (other != to) apart_.insert({std::min(to, other), std::max(to, other)});
+  keep_apart(to, excluded);
   if (to != present) {
     l.voice = to;
     if (present >= 0) {
@@ -271,6 +266,18 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
     }
   }
   if (l.owns_voice) learn(l, frame, excluded);
+}
+
+std::vector<Match> SpeakerIdentifier::candidates_for(const Label& l,
+                                                     const std::vector<int>& excluded) const {
+  return voices_.scores(unit(l.evidence), [&](int id) {
+    return id == l.voice || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
+  });
+}
+
+void SpeakerIdentifier::keep_apart(int voice, const std::vector<int>& excluded) {
+  for (int other : excluded)
+    if (other != voice) apart_.insert({std::min(voice, other), std::max(voice, other)});
 }
 
 void SpeakerIdentifier::learn(Label& l, int64_t frame, const std::vector<int>& excluded) {
@@ -290,11 +297,7 @@ void SpeakerIdentifier::end_turn(Label& l, int label, int64_t frame) {
     learn(l, frame, excluded);
     return;
   }
-  const int voice = l.voice;
-  const std::vector<Match> candidates = voices_.scores(unit(l.evidence), [&](int id) {
-    return id == voice || std::find(excluded.begin(), excluded.end(), id) == excluded.end();
-  });
-  if (policy_.learns(voice, l.evidence_seconds, candidates, l.narrowband()))
+  if (policy_.learns(l.voice, l.evidence_seconds, candidates_for(l, excluded), l.narrowband()))
     learn(l, frame, excluded);
   l.unlearned.clear();
 }

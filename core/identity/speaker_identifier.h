@@ -125,6 +125,10 @@ class SpeakerIdentifier {
   // The turn is over: its voice learns its evidence if that clearly belongs to it.
   void end_turn(Label& l, int label, int64_t frame);
   void learn(Label& l, int64_t frame, const std::vector<int>& excluded);
+  // The turn's evidence scored against every voice it may be: its own, and any not `excluded`.
+  std::vector<Match> candidates_for(const Label& l, const std::vector<int>& excluded) const;
+  // `voice` and every voice of `excluded` were heard at once: never one person (apart_).
+  void keep_apart(int voice, const std::vector<int>& excluded);
   // `voice` is `into` after all: every label holding it moves over, the changes announced to it
   // are revised, and the voice is forgotten.
   void merge(int voice, int into);
