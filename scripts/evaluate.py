@@ -175,7 +175,7 @@ def run_changes(args, wav, latency, reidentify, precision, tmp, voiceprints):
     if precision != "fp32":
         cmd += ["--engine", "cpu", "--precision", precision]
     cmd += ["--offline"] if latency == "offline" else ["--latency", str(latency)]
-    for opt in ("min_speech", "min_silence", "onset", "match_threshold", "switch_margin"):
+    for opt in ("min_speech", "min_silence", "min_gap", "onset", "match_threshold", "switch_margin"):
         if getattr(args, opt) is not None:
             cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     if reidentify == "on":
@@ -216,8 +216,9 @@ def delays_of(changes):
 
 def figures(metrics, parts, extra):
     """One row: the metrics' values from their components (one recording's or the set's
-    accumulated ones) and the counts in extra."""
-    v = {name: m.compute_metric(parts[name]) for name, m in metrics.items()}
+    accumulated ones) and the counts in extra; a metric left out (None) reads NaN."""
+    v = {name: m.compute_metric(parts[name]) if m is not None else float("nan")
+         for name, m in metrics.items()}
     der, delays = parts["der"], extra["delays"]
     f1 = lambda p, r: 2 * p * r / (p + r) if p + r > 0 else 0.0
     share = lambda a, b: extra[a] / extra[b] if extra["enrolled"] and extra[b] else float("nan")
@@ -236,41 +237,63 @@ def figures(metrics, parts, extra):
     }
 
 
-def evaluate(args, set_name, latency, reidentify, precision="fp32"):
-    metrics = {
+def new_metrics():
+    return {
         "purity": SegmentationPurity(tolerance=0.5),
         "coverage": SegmentationCoverage(tolerance=0.5),
         "p25": SegmentationPrecision(tolerance=0.25), "r25": SegmentationRecall(tolerance=0.25),
         "p50": SegmentationPrecision(tolerance=0.5), "r50": SegmentationRecall(tolerance=0.5),
         "der": DiarizationErrorRate(collar=0.0, skip_overlap=False),
     }
+
+
+def score(metrics, ref, hyp, uem, names, delays=()):
+    """Accumulates one recording into metrics (those set to None are skipped) and returns its
+    counts for figures(); names: the enrolled people whose naming is counted."""
+    for name, m in metrics.items():
+        if m is None:
+            continue
+        if name in ("der", "purity", "coverage"):
+            m(ref, hyp, uem=uem)
+        else:
+            m(ref, hyp)
+    seconds = uem.duration() if uem is not None else ref.get_timeline().extent().end
+    extra = {"seconds": seconds, "delays": list(delays), "labels": len(hyp.labels()),
+             "people": len(ref.labels()), "enrolled": len(names), "own": 0.0, "own named": 0.0,
+             "own announced": 0.0, "others": 0.0, "others named": 0.0}
+    for name in names:
+        for k, x in named_seconds(ref, hyp, name).items():
+            extra[k] += x
+    return extra
+
+
+def pooled(metrics, extras):
+    """The row of a whole set: its metrics' accumulated components and the summed counts."""
+    total = {k: sum((e[k] for e in extras[1:]), extras[0][k]) for k in extras[0]}
+    return figures(metrics, {name: m[:] if m is not None else None for name, m in metrics.items()},
+                   total)
+
+
+def evaluate(args, set_name, latency, reidentify, precision="fp32"):
+    metrics = new_metrics()
     extras = []
     with tempfile.TemporaryDirectory() as tmp:
         for wav, ref, uem, enrolled in recordings(args, set_name, tmp):
             prints = enrol(args, enrolled, wav.stem, tmp) if reidentify == "on" else None
             hyp, changes, cmd = run_changes(args, wav, latency, reidentify, precision, tmp, prints)
-            for name, m in metrics.items():
-                if name in ("der", "purity", "coverage"):
-                    m(ref, hyp, uem=uem)
-                else:
-                    m(ref, hyp)
-            seconds = uem.duration() if uem is not None else ref.get_timeline().extent().end
-            extra = {"seconds": seconds,
-                     "delays": delays_of(changes), "labels": len(hyp.labels()),
-                     "people": len(ref.labels()), "enrolled": len(enrolled) if prints else 0,
-                     "own": 0.0, "own named": 0.0, "own announced": 0.0, "others": 0.0,
-                     "others named": 0.0}
-            for name, _ in (enrolled if prints else []):
-                for k, x in named_seconds(ref, hyp, name).items():
-                    extra[k] += x
-            extras.append(extra)
-    pooled = {k: sum((e[k] for e in extras[1:]), extras[0][k]) for k in extras[0]}
-    row = figures(metrics, {name: m[:] for name, m in metrics.items()}, pooled)
+            names = [name for name, _ in enrolled] if prints else []
+            extras.append(score(metrics, ref, hyp, uem, names, delays_of(changes)))
+    row = pooled(metrics, extras)
     row.update({"set": set_name, "latency": latency, "reidentify": reidentify})
-    row["per recording"] = {
-        uri: figures(metrics, {name: m.results_[i][1] for name, m in metrics.items()}, extras[i])
-        for i, (uri, _) in enumerate(metrics["der"].results_)}
+    row["per recording"] = per_recording(metrics, extras)
     return row
+
+
+def per_recording(metrics, extras):
+    """{uri: figures} of each recording, from its own components."""
+    return {uri: figures(metrics, {name: m.results_[i][1] if m is not None else None
+                                   for name, m in metrics.items()}, extras[i])
+            for i, (uri, _) in enumerate(metrics["der"].results_)}
 
 
 def main():
@@ -286,6 +309,7 @@ def main():
     ap.add_argument("--step", type=float, default=1.0)
     ap.add_argument("--min-speech", dest="min_speech", type=float)
     ap.add_argument("--min-silence", dest="min_silence", type=float)
+    ap.add_argument("--min-gap", dest="min_gap", type=float)
     ap.add_argument("--onset", type=float)
     ap.add_argument("--match-threshold", dest="match_threshold", type=float)
     ap.add_argument("--switch-margin", dest="switch_margin", type=float)

@@ -3,7 +3,7 @@
 
 Runs `scripts/evaluate.py --json` (the streaming logic of the element, `speakerseg changes`, scored
 with pyannote.metrics against the human RTTM) once per setting, varying one knob at a time around
-the defaults (step 1 s, latency 2 s, min-speech 0.3 s, min-silence 0.3 s), then
+the defaults (step 1 s, latency 2 s, min-speech 0.3 s, min-silence 0.8 s), then
 
   * plots F1@0.5, purity, coverage and the announcement delay against each knob (docs/tuning.png);
   * writes the numbers, with this command line, between the tuning-table markers of docs/tuning.md.
@@ -25,12 +25,12 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULTS = {"step": 1.0, "latency": 2.0, "min_speech": 0.3, "min_silence": 0.3}  # core/streaming/stream_settings.h
+DEFAULTS = {"step": 1.0, "latency": 2.0, "min_speech": 0.3, "min_silence": 0.8}  # core/streaming/stream_settings.h
 GRID = {
     "latency": [0.5, 1.0, 2.0, 3.0, 5.0],
     "step": [0.5, 1.0, 1.5, 2.0],
     "min_speech": [0.1, 0.2, 0.3, 0.5],
-    "min_silence": [0.1, 0.3, 0.5, 1.0],
+    "min_silence": [0.3, 0.5, 0.8, 1.2],
 }
 LABELS = {"latency": "latency (s)", "step": "step (s)", "min_speech": "min-speech (s)",
           "min_silence": "min-silence (s)"}

@@ -381,9 +381,15 @@ std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& all, int64_t e
 // --offline` would). An enrolment embeds and counts only these, since the voice encoder embeds
 // whatever it is given: silence or noise in the clip would dilute the voiceprint and, counted as
 // speech, give it more weight than it has earned.
+// An enrolment embeds the speaker's speech, not the pauses between their phrases: silences from
+// this long are left out (the stream's min-silence keeps shorter pauses inside a turn, for
+// announcing; the voiceprints were tuned on enrolments cut this way).
+constexpr double kEnrolmentPause = 0.3;
+
 std::vector<float> speech_of(const Args& a, const std::vector<float>& clip) {
   StreamSettings settings;
   settings.latency = 1e9;
+  settings.min_silence = kEnrolmentPause;
   const int batch = 32;  // as `changes --offline`
   auto engine = make_engine(a, load_model(a), batch);
   SpeakerChangeDetector detector(*engine, settings, batch);
@@ -469,6 +475,7 @@ int cmd_changes(const Args& a) {
   settings.latency = a.flag("offline") ? 1e9 : a.number("latency", settings.latency);
   settings.min_speech = a.number("min-speech", settings.min_speech);
   settings.min_silence = a.number("min-silence", settings.min_silence);
+  settings.min_gap = a.number("min-gap", settings.min_gap);
   settings.onset = a.number("onset", settings.onset);
   settings.match_threshold = a.number("match-threshold", settings.match_threshold);
   settings.switch_margin = a.number("switch-margin", settings.switch_margin);

@@ -45,10 +45,15 @@ struct IdentitySettings {
 };
 
 struct StreamSettings {
-  double step = 1.0;             // seconds between the ends of successive 10 s windows
-  double latency = 2.0;          // seconds of right context a frame waits for before it is final
-  double min_speech = 0.3;       // seconds a new current speaker must last to count as a change
-  double min_silence = 0.3;      // seconds nobody must speak before "nobody" counts as a change
+  double step = 1.0;        // seconds between the ends of successive 10 s windows
+  double latency = 2.0;     // seconds of right context a frame waits for before it is final
+  double min_speech = 0.3;  // seconds a new current speaker must last to count as a change
+  // Seconds nobody must speak before "nobody" counts as a change; a shorter silence is a pause
+  // inside the current speaker's turn, unless somebody else speaks after it (see min_gap).
+  double min_silence = 0.8;
+  // A silence between two different speakers counts as "nobody" from this long, even when it is
+  // shorter than min_silence (announced with the change to the next speaker).
+  double min_gap = 0.3;
   double onset = 0.5;            // speaker activity above which a speaker is active
   double match_threshold = 0.2;  // least overlap similarity for a window speaker to keep a label
   // In overlap the current speaker keeps the turn unless another is more active by this much.

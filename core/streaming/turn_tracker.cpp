@@ -11,13 +11,15 @@ TurnTracker::TurnTracker(const StreamSettings& s)
     : onset_(s.onset),
       switch_margin_(s.switch_margin),
       min_speech_frames_(std::llround(s.min_speech / kFrameStepSeconds)),
-      min_silence_frames_(std::llround(s.min_silence / kFrameStepSeconds)) {}
+      min_silence_frames_(std::llround(s.min_silence / kFrameStepSeconds)),
+      min_gap_frames_(std::max<int64_t>(1, std::llround(s.min_gap / kFrameStepSeconds))) {}
 
 void TurnTracker::reset() {
   current_ = -1;
   pending_ = kNone;
   pending_frames_ = 0;
   pending_active_.clear();
+  gap_ = {};
   announced_.clear();
   current_since_ = 0;
 }
@@ -74,6 +76,7 @@ void TurnTracker::stall(int64_t sample, const std::vector<std::string>& labels,
   current_since_ = sample;
   current_ = -1;
   pending_ = kNone;
+  gap_ = {};
 }
 
 void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string>& labels,
@@ -94,8 +97,9 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
     raw = pending_;
   }
 
-  if (raw == current_) {
+  if (raw == current_) {  // a pause inside the turn, or a blip that did not last
     pending_ = kNone;
+    gap_ = {};
     return;
   }
   double confidence = 0;
@@ -107,6 +111,7 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
     confidence = 1.0 - loudest;
   }
   if (raw != pending_) {
+    if (pending_ == -1) gap_ = {pending_start_, pending_frames_, pending_confidence_};
     pending_ = raw;
     pending_start_ = frame.frame;
     pending_frames_ = 0;
@@ -119,6 +124,20 @@ void TurnTracker::push(const FrameActivity& frame, const std::vector<std::string
   pending_confidence_ += confidence;
   if (pending_frames_ < std::max<int64_t>(1, raw >= 0 ? min_speech_frames_ : min_silence_frames_))
     return;
+
+  if (raw >= 0 && current_ >= 0 && gap_.frames >= min_gap_frames_) {
+    // The current speaker stopped, and after a silence shorter than min-silence somebody else
+    // took over: the silence was nobody's.
+    SpeakerChange g;
+    g.sample = SpeakerStitcher::frame_centre_sample(gap_.start);
+    g.previous = labels[current_];
+    g.confidence = gap_.confidence / gap_.frames;
+    g.announced_sample = announced_sample;
+    remember(g.sample, -1);
+    out.push_back(std::move(g));
+    current_ = -1;
+  }
+  gap_ = {};
 
   SpeakerChange c;
   c.sample = SpeakerStitcher::frame_centre_sample(pending_start_);

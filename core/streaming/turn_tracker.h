@@ -1,7 +1,9 @@
 // Decides, frame by final frame, who the current speaker is and when that changes. The current
 // speaker keeps the turn while still active, so overlaps do not flip it back and forth; a new state
 // becomes a change only once it has lasted min-speech (a speaker) or min-silence (nobody), and the
-// change is dated where that state began.
+// change is dated where that state began. A silence shorter than min-silence is a pause inside the
+// turn when the same speaker goes on after it; when somebody else does, it is a change to nobody
+// too (from min-gap on), announced with the change to the next speaker.
 #pragma once
 
 #include <string>
@@ -41,12 +43,17 @@ class TurnTracker {
  private:
   static constexpr int kNone = -2;  // no pending state; -1 is "nobody"
   double onset_, switch_margin_;
-  int64_t min_speech_frames_, min_silence_frames_;
+  int64_t min_speech_frames_, min_silence_frames_, min_gap_frames_;
   int current_ = -1;
   int pending_ = kNone;
   int64_t pending_start_ = 0, pending_frames_ = 0;
   double pending_confidence_ = 0;
   std::vector<std::string> pending_active_;
+  // The silence just before the pending speaker: a change to nobody if they take over.
+  struct Gap {
+    int64_t start = 0, frames = 0;
+    double confidence = 0;
+  } gap_;
   struct Announced {
     int64_t sample;
     int speaker;

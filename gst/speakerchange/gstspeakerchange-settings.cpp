@@ -145,14 +145,19 @@ void install_properties(GObjectClass* gobject_class) {
   /**
    * GstSpeakerChange:min-silence:
    *
-   * Seconds nobody must speak before "nobody" counts as a change (`speaker` "").
+   * Seconds nobody must speak before "nobody" counts as a change (`speaker` ""). A shorter pause
+   * is part of the speaker's turn when they go on after it (a breath, a pause for thought); when
+   * somebody else speaks next, a silence of 0.3 s or more before them is announced as a change
+   * to nobody, together with the change to them.
    */
   g_object_class_install_property(
       gobject_class, PROP_MIN_SILENCE,
-      g_param_spec_double("min-silence", "Minimum silence",
-                          "Seconds nobody must speak before \"nobody\" counts as a change",
-                          speakerseg::kMinSilenceRange.min, speakerseg::kMinSilenceRange.max,
-                          kDefaultMinSilence, kReadyFlags));
+      g_param_spec_double(
+          "min-silence", "Minimum silence",
+          "Seconds nobody must speak before \"nobody\" counts as a change (a shorter "
+          "pause stays in the speaker's turn unless somebody else speaks next)",
+          speakerseg::kMinSilenceRange.min, speakerseg::kMinSilenceRange.max, kDefaultMinSilence,
+          kReadyFlags));
   /**
    * GstSpeakerChange:threads:
    *

@@ -22,8 +22,9 @@
  * for the whole stream (`speaker-0`, `speaker-1`, ... in order of appearance). A frame becomes
  * final once #GstSpeakerChange:latency seconds of newer audio have arrived; a new current speaker
  * counts once it has held for #GstSpeakerChange:min-speech seconds, "nobody" once silence has
- * lasted #GstSpeakerChange:min-silence seconds. A change is dated where the new turn began, so it
- * is always announced after the fact: `delay` says by how much.
+ * lasted #GstSpeakerChange:min-silence seconds (a shorter pause stays in the speaker's turn,
+ * unless somebody else speaks after it). A change is dated where the new turn began, so it is
+ * always announced after the fact: `delay` says by how much.
  *
  * Every change is reported as a #GstStructure named `speaker-change`:
  *
@@ -41,7 +42,8 @@
  *   confirmed it.
  * * #guint64 `delay`: nanoseconds between the change and the newest audio when it became final
  *   (the end of the window that decided it): at least #GstSpeakerChange:latency (plus about the
- *   min-speech or min-silence that confirmed the turn), except for changes made final by the end
+ *   min-speech or min-silence that confirmed the turn; for a silence before the next speaker, its
+ *   length plus min-speech), except for changes made final by the end
  *   of a stretch of stream (EOS, discontinuity, long gap), which are announced with the audio
  *   there is. It does not depend on how fast inference runs: in a live pipeline the time the
  *   window waited and ran comes on top (`speaker-change-stats` reports it).

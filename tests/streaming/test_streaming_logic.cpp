@@ -183,39 +183,84 @@ FrameActivity frame(int64_t k, const std::vector<float>& a) {
   return f;
 }
 
+// A TurnTracker fed runs of frames of one activity each, numbered from 0.
+struct TrackerFeed {
+  explicit TrackerFeed(const StreamSettings& s,
+                       std::vector<std::string> names = {"speaker-0", "speaker-1"})
+      : tracker(s), labels(std::move(names)) {}
+  void run(int n, const std::vector<float>& a) {
+    for (int i = 0; i < n; ++i, ++k) tracker.push(frame(k, a), labels, k * 270, out);
+  }
+  TurnTracker tracker;
+  std::vector<std::string> labels;
+  std::vector<SpeakerChange> out;
+  int64_t k = 0;
+};
+
 TEST(TurnTracker, SmoothsShortPausesAndKeepsTheTurnThroughOverlap) {
   StreamSettings s;
   s.min_speech = 0.2;   // 12 frames
   s.min_silence = 0.5;  // 30 frames
-  TurnTracker t(s);
-  const std::vector<std::string> labels{"speaker-0", "speaker-1"};
-  std::vector<SpeakerChange> out;
-  int64_t k = 0;
-  auto run = [&](int n, std::vector<float> a) {
-    for (int i = 0; i < n; ++i, ++k) t.push(frame(k, a), labels, k * 270, out);
-  };
-  run(50, {0.f, 0.f});  // silence: nobody -> nobody is no change
-  run(5, {0.9f, 0.f});  // too short to count
-  run(10, {0.f, 0.f});
-  run(100, {0.9f, 0.f});  // speaker-0 takes the turn
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].speaker, "speaker-0");
-  EXPECT_EQ(out[0].previous, "");
-  EXPECT_EQ(out[0].sample, SpeakerStitcher::frame_centre_sample(65));
-  run(20, {0.f, 0.f});    // a pause shorter than min-silence: no change
-  run(50, {0.9f, 0.8f});  // overlap: speaker-0 keeps the turn
-  EXPECT_EQ(out.size(), 1u);
-  run(50, {0.1f, 0.9f});  // speaker-0 stops: speaker-1 takes over, dated where it began
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[1].speaker, "speaker-1");
-  EXPECT_EQ(out[1].previous, "speaker-0");
-  EXPECT_EQ(out[1].sample, SpeakerStitcher::frame_centre_sample(235));
-  EXPECT_EQ(out[1].active, (std::vector<std::string>{"speaker-1"}));
-  EXPECT_NEAR(out[1].confidence, 0.9, 1e-6);
-  run(40, {0.f, 0.f});  // a long pause: change to nobody
-  ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(out[2].speaker, "");
-  EXPECT_EQ(out[2].sample, SpeakerStitcher::frame_centre_sample(285));
+  TrackerFeed f(s);
+  f.run(50, {0.f, 0.f});  // silence: nobody -> nobody is no change
+  f.run(5, {0.9f, 0.f});  // too short to count
+  f.run(10, {0.f, 0.f});
+  f.run(100, {0.9f, 0.f});  // speaker-0 takes the turn
+  ASSERT_EQ(f.out.size(), 1u);
+  EXPECT_EQ(f.out[0].speaker, "speaker-0");
+  EXPECT_EQ(f.out[0].previous, "");
+  EXPECT_EQ(f.out[0].sample, SpeakerStitcher::frame_centre_sample(65));
+  f.run(20, {0.f, 0.f});    // a pause shorter than min-silence: no change
+  f.run(50, {0.9f, 0.8f});  // overlap: speaker-0 keeps the turn
+  EXPECT_EQ(f.out.size(), 1u);
+  f.run(50, {0.1f, 0.9f});  // speaker-0 stops: speaker-1 takes over, dated where it began
+  ASSERT_EQ(f.out.size(), 2u);
+  EXPECT_EQ(f.out[1].speaker, "speaker-1");
+  EXPECT_EQ(f.out[1].previous, "speaker-0");
+  EXPECT_EQ(f.out[1].sample, SpeakerStitcher::frame_centre_sample(235));
+  EXPECT_EQ(f.out[1].active, (std::vector<std::string>{"speaker-1"}));
+  EXPECT_NEAR(f.out[1].confidence, 0.9, 1e-6);
+  f.run(40, {0.f, 0.f});  // a long pause: change to nobody
+  ASSERT_EQ(f.out.size(), 3u);
+  EXPECT_EQ(f.out[2].speaker, "");
+  EXPECT_EQ(f.out[2].sample, SpeakerStitcher::frame_centre_sample(285));
+}
+
+// Broadcast speech pauses for breath inside a turn (0.3-0.6 s) and leaves similar gaps between
+// people: a silence shorter than min-silence stays inside the turn when the same speaker goes on,
+// and is nobody's when somebody else speaks next.
+TEST(TurnTracker, APauseIsPartOfTheTurnUnlessSomebodyElseSpeaksAfterIt) {
+  StreamSettings s;
+  s.min_speech = 0.2;   // 12 frames
+  s.min_silence = 1.0;  // 59 frames
+  s.min_gap = 0.3;      // 18 frames
+  TrackerFeed f(s);
+  f.run(100, {0.9f, 0.f});  // frames 0-99: speaker-0
+  f.run(40, {0.f, 0.f});    // a 0.68 s pause ...
+  f.run(100, {0.9f, 0.f});  // ... and speaker-0 goes on: no change
+  ASSERT_EQ(f.out.size(), 1u);
+  f.run(30, {0.f, 0.f});    // frames 240-269: a 0.5 s silence ...
+  f.run(100, {0.f, 0.9f});  // ... and speaker-1 speaks: nobody from 240, speaker-1 from 270
+  ASSERT_EQ(f.out.size(), 3u);
+  EXPECT_EQ(f.out[1].speaker, "");
+  EXPECT_EQ(f.out[1].previous, "speaker-0");
+  EXPECT_EQ(f.out[1].sample, SpeakerStitcher::frame_centre_sample(240));
+  EXPECT_EQ(f.out[1].speaker_id, -1);
+  EXPECT_NEAR(f.out[1].confidence, 1.0, 1e-6);
+  EXPECT_EQ(f.out[1].announced_sample, f.out[2].announced_sample);
+  EXPECT_EQ(f.out[2].speaker, "speaker-1");
+  EXPECT_EQ(f.out[2].previous, "");
+  EXPECT_EQ(f.out[2].sample, SpeakerStitcher::frame_centre_sample(270));
+  f.run(10, {0.f, 0.f});    // frames 370-379: shorter than min-gap ...
+  f.run(100, {0.9f, 0.f});  // ... so speaker-0 follows speaker-1 directly
+  ASSERT_EQ(f.out.size(), 4u);
+  EXPECT_EQ(f.out[3].speaker, "speaker-0");
+  EXPECT_EQ(f.out[3].previous, "speaker-1");
+  EXPECT_EQ(f.out[3].sample, SpeakerStitcher::frame_centre_sample(380));
+  f.run(60, {0.f, 0.f});  // a silence of min-silence: nobody, as always
+  ASSERT_EQ(f.out.size(), 5u);
+  EXPECT_EQ(f.out[4].speaker, "");
+  EXPECT_EQ(f.out[4].sample, SpeakerStitcher::frame_centre_sample(480));
 }
 
 TEST(TurnTracker, StallEndsTheTurnWithNobodyMarkedStalled) {
@@ -253,30 +298,24 @@ TEST(TurnTracker, StallEndsTheTurnWithNobodyMarkedStalled) {
 // a change, and apply_revisions() renames them in a timeline.
 TEST(TurnTracker, RevisionsRenameAnnouncedChangesAndTheCurrentTurn) {
   StreamSettings s;
-  TurnTracker t(s);
-  const std::vector<std::string> labels{"speaker-0", "speaker-1", "speaker-2"};
-  std::vector<SpeakerChange> out;
-  int64_t k = 0;
-  auto run = [&](int n, std::vector<float> a) {
-    for (int i = 0; i < n; ++i, ++k) t.push(frame(k, a), labels, k * 270, out);
-  };
-  run(100, {0.f, 0.9f, 0.f});  // speaker-1 (an earlier turn: not revised below)
-  run(100, {0.9f, 0.f, 0.f});  // speaker-0
-  run(100, {0.f, 0.9f, 0.f});  // speaker-1 again: the turn that was speaker-2's
-  ASSERT_EQ(out.size(), 3u);
-  const int64_t since = out[2].sample;
-  t.revise(1, 2, since, labels, k * 270, out);
-  ASSERT_EQ(out.size(), 4u);
-  EXPECT_TRUE(out[3].revision);
-  EXPECT_EQ(out[3].sample, since);
-  EXPECT_EQ(out[3].speaker, "speaker-2");
-  EXPECT_EQ(out[3].was, "speaker-1");
-  EXPECT_EQ(out[3].speaker_id, 2);
-  EXPECT_EQ(out[3].announced_sample, k * 270);
+  TrackerFeed f(s, {"speaker-0", "speaker-1", "speaker-2"});
+  f.run(100, {0.f, 0.9f, 0.f});  // speaker-1 (an earlier turn: not revised below)
+  f.run(100, {0.9f, 0.f, 0.f});  // speaker-0
+  f.run(100, {0.f, 0.9f, 0.f});  // speaker-1 again: the turn that was speaker-2's
+  ASSERT_EQ(f.out.size(), 3u);
+  const int64_t since = f.out[2].sample;
+  f.tracker.revise(1, 2, since, f.labels, f.k * 270, f.out);
+  ASSERT_EQ(f.out.size(), 4u);
+  EXPECT_TRUE(f.out[3].revision);
+  EXPECT_EQ(f.out[3].sample, since);
+  EXPECT_EQ(f.out[3].speaker, "speaker-2");
+  EXPECT_EQ(f.out[3].was, "speaker-1");
+  EXPECT_EQ(f.out[3].speaker_id, 2);
+  EXPECT_EQ(f.out[3].announced_sample, f.k * 270);
   // The frames go on as speaker-2's: no change.
-  run(50, {0.f, 0.f, 0.9f});
-  EXPECT_EQ(out.size(), 4u);
-  const auto timeline = apply_revisions(out);
+  f.run(50, {0.f, 0.f, 0.9f});
+  EXPECT_EQ(f.out.size(), 4u);
+  const auto timeline = apply_revisions(f.out);
   ASSERT_EQ(timeline.size(), 3u);
   EXPECT_EQ(timeline[0].speaker, "speaker-1");
   EXPECT_EQ(timeline[1].speaker, "speaker-0");
