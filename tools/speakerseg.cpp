@@ -483,6 +483,8 @@ int cmd_changes(const Args& a) {
   id.enabled = a.flag("reidentify");
   id.match_threshold = a.number("voice-threshold", id.match_threshold);
   id.margin = a.number("voice-margin", id.margin);
+  id.lead = a.number("voice-lead", id.lead);
+  id.lead_floor = a.number("voice-lead-floor", id.lead_floor);
   id.keep_floor_short = a.number("keep-floor-short", id.keep_floor_short);
   id.keep_floor_long = a.number("keep-floor-long", id.keep_floor_long);
   id.merge_threshold = a.number("merge-threshold", id.merge_threshold);

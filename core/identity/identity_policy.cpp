@@ -45,7 +45,13 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   if (top.id >= 0 && top.id != present) {
     const float runner_up = best(candidates, top.id).score;
     const bool clear = best(candidates, top.id).id < 0 || top.score >= runner_up + s_.margin;
-    if (top.score >= s_.match_threshold && clear) return {Verdict::kKnown, top.id, top.score};
+    // Below the threshold an enrolled voice still takes the turn when the turn's present voice
+    // is far behind it: a label carried onto an enrolled person scores its own voice like a
+    // stranger. Not an anonymous voice: a few seconds of the stream make a less certain one.
+    const bool far_ahead =
+        top.enrolled && voiced && top.score >= s_.lead_floor && top.score >= own->score + s_.lead;
+    if ((top.score >= s_.match_threshold || far_ahead) && clear)
+      return {Verdict::kKnown, top.id, top.score};
   }
   // A voiceprint of a few seconds scores even its own person's long evidence low: the floor goes
   // with the shorter of the two.

@@ -5,10 +5,11 @@
 // it was last silent for turn_gap) gathers evidence, the utterance embedding of its clean speech
 // so far, and is re-decided at every step as it grows: a known voice takes the turn when it is
 // the best match, at match_threshold or more, and ahead of the turn's present voice and of every
-// other voice by `margin` (enrolled people too: a closed set decided with a margin); the turn
-// keeps its voice while that scores at least keep_floor() of the shorter of its evidence and the
-// voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does); below that the
-// turn is somebody new. Telephone-band speech is calibrated (calibrate()), and a turn in
+// other voice by `margin` (enrolled people too: a closed set decided with a margin), an enrolled
+// one also from lead_floor when it leads the present voice by `lead` (a label carried onto them);
+// the turn keeps its voice while that scores at least keep_floor() of the shorter of its evidence
+// and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does); below that
+// the turn is somebody new. Telephone-band speech is calibrated (calibrate()), and a turn in
 // conversation (guarded) needs more evidence to be somebody new. Scores are cosines of GE2E
 // utterance embeddings with voiceprints (the seconds-weighted mean of a person's evidence, or an
 // enrolment).

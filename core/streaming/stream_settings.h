@@ -28,6 +28,10 @@ struct IdentitySettings {
   double match_threshold = 0;
   // ... and ahead of the turn's own voice and of every other voice by this much.
   double margin = 0.10;
+  // From lead_floor, an enrolled voice this far ahead of the turn's present voice takes the turn
+  // too (still clear of every other voice by `margin`).
+  double lead = 0.15;
+  double lead_floor = 0.70;
   // A turn keeps its voice while that scores at least keep_floor_short on 1.6 s of evidence,
   // rising to keep_floor_long at 6 s or more; below, the turn is somebody new.
   double keep_floor_short = 0.50;
