@@ -72,20 +72,78 @@ std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
       std::string("pass its path with --voice-model or in $") + kVoiceModelEnvironmentVariable);
 }
 
+// Every option of every command: a misspelt one is an error, not a setting silently left at its
+// default (an option a command does not use is still ignored).
+constexpr const char* kFlags[] = {"json", "no-cuda-graphs", "offline", "own",    "profile",
+                                  "raw",  "reidentify",     "tf32",    "verbose"};
+constexpr const char* kValued[] = {"batch",
+                                   "channels",
+                                   "clean-others",
+                                   "deadline-ms",
+                                   "decision-seconds",
+                                   "device",
+                                   "end",
+                                   "engine",
+                                   "evidence-seconds",
+                                   "feeders",
+                                   "input",
+                                   "keep-floor-long",
+                                   "keep-floor-short",
+                                   "latency",
+                                   "lstm-algorithm",
+                                   "match-threshold",
+                                   "max-speakers",
+                                   "merge-threshold",
+                                   "min-gap",
+                                   "min-silence",
+                                   "min-speech",
+                                   "model",
+                                   "name",
+                                   "narrowband-shift",
+                                   "onset",
+                                   "output",
+                                   "partial-step",
+                                   "precision",
+                                   "remote-model",
+                                   "remote-voice-model",
+                                   "rttm",
+                                   "runs",
+                                   "seconds",
+                                   "server",
+                                   "start",
+                                   "step",
+                                   "switch-margin",
+                                   "takeover-threshold",
+                                   "threads",
+                                   "turn-gap",
+                                   "uri",
+                                   "voice-lead",
+                                   "voice-lead-floor",
+                                   "voice-margin",
+                                   "voice-model",
+                                   "voice-threshold",
+                                   "voiceprints",
+                                   "warmup"};
+
+template <size_t N>
+bool listed(const char* const (&names)[N], const std::string& key) {
+  return std::find_if(std::begin(names), std::end(names),
+                      [&](const char* n) { return key == n; }) != std::end(names);
+}
+
 Args parse(int argc, char** argv) {
   Args a;
-  const char* booleans[] = {"profile", "json", "offline",    "no-cuda-graphs", "tf32",
-                            "own",     "raw",  "reidentify", "verbose"};
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + key + "'");
     key = key.substr(2);
-    if (std::find_if(std::begin(booleans), std::end(booleans),
-                     [&](const char* b) { return key == b; }) != std::end(booleans)) {
+    if (listed(kFlags, key)) {
       a.values[key] = "1";
-    } else {
+    } else if (listed(kValued, key)) {
       if (i + 1 >= argc) throw std::invalid_argument("--" + key + " needs a value");
       a.values[key] = argv[++i];
+    } else {
+      throw std::invalid_argument("unknown option --" + key);
     }
   }
   return a;

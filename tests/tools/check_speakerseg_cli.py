@@ -52,6 +52,9 @@ with tempfile.TemporaryDirectory() as tmp:
         (["logits", "--input", recording, "--output", str(out), "--step", "0.0000625"],
          "step must be from 0.1 to 10 s"),
         (["changes", "--input", recording, "--latency", "100"], "latency must be from 0 to 60 s"),
+        # A misspelt option is refused, not left silently at its default.
+        (["changes", "--input", recording, "--reidentify", "--voice-treshold", "0.7"],
+         "unknown option --voice-treshold"),
         (["changes", "--input", recording, "--reidentify", "--max-speakers", "0"],
          "--max-speakers must be a positive integer"),
         (["logits", "--input", recording, "--output", str(out), "--engine", "cpu", "--precision", "fp16"],
