@@ -3,6 +3,7 @@
 # change as it is announced. Extra arguments are speakerchange properties, e.g. latency=1.5.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-[ -d "$here/build/gst/speakerchange" ] && export GST_PLUGIN_PATH="$here/build/gst/speakerchange${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+plugin=${SPEAKERCHANGE_PLUGIN_DIR:-$here/build/gst/speakerchange}
+[ -d "$plugin" ] && export GST_PLUGIN_PATH="$plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 exec gst-launch-1.0 -m "${SRC:-pulsesrc}" ! audioconvert ! audioresample ! \
   speakerchange "$@" ! fakesink sync=true

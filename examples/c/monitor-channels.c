@@ -152,9 +152,11 @@ int main(int argc, char** argv) {
       } else if (c != NULL) {
         gchar* active = g_strjoinv(",", r.active_speakers);
         gchar* tag = g_strdup_printf("[%s]", c->name);
-        g_print("%-12s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s\n", tag,
+        /* A stalled feed reads as nobody speaking; say that it is the feed, not the room. */
+        g_print("%-12s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s%s\n", tag,
                 (gdouble)r.timestamp / GST_SECOND, who(r.previous_speaker), who(r.speaker), active,
-                r.confidence, (gdouble)r.delay / GST_SECOND);
+                r.confidence, (gdouble)r.delay / GST_SECOND,
+                r.stalled ? "  STALLED: no audio arrives" : "");
         g_free(tag);
         g_free(active);
         c->changes++;

@@ -47,6 +47,8 @@ static void print_change(const gchar* source, const GstSpeakerChangeResult* r,
                            "%-6s %8.3f s  %s -> %s  active [%s]  confidence %.3f  delay %.3f s",
                            source, (gdouble)r->timestamp / GST_SECOND, who(r->previous_speaker),
                            who(r->speaker), active, r->confidence, (gdouble)r->delay / GST_SECOND);
+  if (r->stalled) /* nobody, because the live feed stopped delivering audio */
+    g_string_append(line, "  STALLED: no audio arrives");
   if (GST_CLOCK_TIME_IS_VALID(audio_end))
     g_string_append_printf(line, "  (after audio to %.3f s)", (gdouble)audio_end / GST_SECOND);
   /* One g_print per line: it is called from two threads and keeps lines whole. */
