@@ -435,15 +435,15 @@ std::vector<Turn> speaker_turns(const std::vector<SpeakerChange>& all, int64_t e
   return turns;
 }
 
-// The clip's speech, joined: the turns the streaming logic finds in it offline (as `changes
-// --offline` would). An enrolment embeds and counts only these, since the voice encoder embeds
-// whatever it is given: silence or noise in the clip would dilute the voiceprint and, counted as
-// speech, give it more weight than it has earned.
 // An enrolment embeds the speaker's speech, not the pauses between their phrases: silences from
 // this long are left out (the stream's min-silence keeps shorter pauses inside a turn, for
 // announcing; the voiceprints were tuned on enrolments cut this way).
 constexpr double kEnrolmentPause = 0.3;
 
+// The clip's speech, joined: the turns the streaming logic finds in it offline (as `changes
+// --offline` would), pauses from kEnrolmentPause left out. An enrolment embeds and counts only
+// these, since the voice encoder embeds whatever it is given: silence or noise in the clip would
+// dilute the voiceprint and, counted as speech, give it more weight than it has earned.
 std::vector<float> speech_of(const Args& a, const std::vector<float>& clip) {
   StreamSettings settings;
   settings.latency = 1e9;

@@ -24,7 +24,7 @@ inline constexpr SettingRange kMaxSpeakersRange{"max-speakers", 0, 1000, ""};
 // used); tuned on the train programmes and recordings (docs/identity.md).
 struct IdentitySettings {
   bool enabled = false;
-  // A known voice takes a turn from this score (0: by latency, voice_threshold()) ...
+  // A known voice takes a turn from this score (0: kVoiceThreshold, see voice_threshold()) ...
   double match_threshold = 0;
   // ... and ahead of the turn's own voice and of every other voice by this much.
   double margin = 0.10;
