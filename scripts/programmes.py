@@ -19,7 +19,10 @@ random one on, in chapter order, wrapping round); everyone else is a one-utteran
 used in one programme of the split only. Each utterance is trimmed to its speech and cut into
 phrases at its pauses (energy: 10 ms frames louder than max(5th percentile + 8 dB, loudest -
 40 dB); quieter stretches of 0.25 s or more are pauses; runs 20 dB below the loudest frame are
-breaths and left out). A turn is a run of one person's phrases in order: the recorded pause is
+breaths and left out). The speech of a phrase is where its energy above 80 Hz passes the same
+rule: some chapter recordings carry 10-30 Hz rumble, which the full-band energy keeps as part of
+a phrase, and the reference starts and ends each turn at its speech, not at the rumble around
+it (the audio keeps the rumble, as the recording has it). A turn is a run of one person's phrases in order: the recorded pause is
 kept where it is at most 0.6 s, else a pause of 0.2-0.6 s is put in. Turns are 0.3-1.0 s apart.
 Every phrase is said once in a programme. An enrolled person's enrolment clip is made of whole
 utterances of theirs that the programme does not use, 10 s of speech or more.
@@ -66,6 +69,7 @@ FRAME = 160                       # energy frames of 10 ms
 MARGIN = 3                        # frames kept either side of speech
 CUT, JOIN = 0.25, 0.6             # a pause; the longest pause kept as recorded inside a turn
 QUIETEST = 20                     # dB below the utterance's loudest frame: quieter runs are breaths
+SPEECH_BAND = 80                  # Hz: below it is rumble, not speech, for where a phrase's speech is
 PAUSE, GAP, LEAD = (0.2, 0.6), (0.3, 1.0), 0.5
 PAD = 0.2                         # silence around a turn while its channel is applied
 LEVEL_DB, GAIN_DB, FLOOR_DB, JINGLE_DB = -26.0, (-6.0, 3.0), -66.0, -38.0
@@ -94,8 +98,10 @@ class Reader:
 class Phrase:
     path: str
     index: int
-    start: int  # samples of the utterance
+    start: int  # samples of the utterance: the audio taken
     end: int
+    speech_start: int  # where its speech is (start..end less rumble on either side)
+    speech_end: int
 
     @property
     def seconds(self):
@@ -134,23 +140,39 @@ def audio(path):
     return x - x.mean()  # a few recordings carry a DC offset of up to -0.26
 
 
+def loud_frames(x):
+    """Which 10 ms frames of an utterance are louder than max(5th percentile + 8 dB, loudest - 40
+    dB), and their levels."""
+    n = len(x) // FRAME
+    db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
+    return db > max(np.percentile(db, 5) + 8, db.max() - 40), db
+
+
 @functools.lru_cache(maxsize=None)
 def phrases(path):
     """The utterance's speech, cut at its pauses."""
     x = audio(path)
-    n = len(x) // FRAME
-    db = 10 * np.log10(np.mean(x[:n * FRAME].reshape(n, FRAME) ** 2, axis=1) + 1e-12)
-    loud = np.concatenate([[0], db > max(np.percentile(db, 5) + 8, db.max() - 40), [0]])
-    edges = np.flatnonzero(np.diff(loud.astype(int)))
+    loud, db = loud_frames(x)
+    n = len(db)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], loud, [0]]).astype(int)))
     runs = []
     for s, e in zip(edges[::2], edges[1::2]):
         if runs and (s - runs[-1][1]) * FRAME < CUT * RATE:
             runs[-1][1] = e
         else:
             runs.append([s, e])
-    runs = [(max(0, s - MARGIN) * FRAME, min(n, e + MARGIN) * FRAME) for s, e in runs
-            if db[s:e].max() >= db.max() - QUIETEST]
-    return [Phrase(path, i, s, e) for i, (s, e) in enumerate(runs)]
+    band, _ = loud_frames(sosfiltfilt(butter(4, SPEECH_BAND, btype="highpass", fs=RATE,
+                                             output="sos"), x))
+    out = []
+    for s, e in runs:
+        if db[s:e].max() < db.max() - QUIETEST:
+            continue
+        a, b = max(0, s - MARGIN), min(n, e + MARGIN)
+        said = np.flatnonzero(band[s:e]) + s
+        # A phrase of rumble only (none seen) keeps its whole length as speech.
+        sa, sb = (max(a, said[0] - MARGIN), min(b, said[-1] + 1 + MARGIN)) if len(said) else (a, b)
+        out.append(Phrase(path, len(out), a * FRAME, b * FRAME, sa * FRAME, sb * FRAME))
+    return out
 
 
 def speech_seconds(paths):
@@ -442,7 +464,8 @@ def render(uri, script, tmp):
             x = turn_audio(taken, rng)
             y = on_channel(person, np.pad(x, pad), tmp)
             placed.append((at - pad, y))
-            ref[Segment(at / RATE, (at + len(x)) / RATE)] = person.reader.id
+            head, tail = taken[0].speech_start - taken[0].start, taken[-1].end - taken[-1].speech_end
+            ref[Segment((at + head) / RATE, (at + len(x) - tail) / RATE)] = person.reader.id
         at += len(x)
     y = np.zeros(at + round(LEAD * RATE), dtype=np.float64)
     for start, x in placed:
