@@ -31,7 +31,7 @@ void IdentityPolicy::calibrate(std::vector<Match>& candidates, bool narrowband) 
 }
 
 Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> candidates,
-                                bool may_add, bool narrowband, bool guarded) const {
+                                bool may_add, bool narrowband, bool guarded, bool self_made) const {
   calibrate(candidates, narrowband);
   const auto own = std::find_if(candidates.begin(), candidates.end(),
                                 [&](const Match& m) { return m.id == present; });
@@ -40,6 +40,21 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     // Nothing heard clean yet: continuity is all there is.
     if (present >= 0) return {Verdict::kKeep, present, voiced ? own->score : 0.f};
     return {Verdict::kUnknown, -1, 0.f};
+  }
+  if (voiced && self_made) {
+    // The present voice is this evidence: its score says nothing about who speaks. The turn is
+    // an enrolled person when its grown evidence matches them as a first decision would (ahead
+    // of every other voice but its own by the margin), else its own. Not an anonymous voice: in
+    // a meeting room, a few seconds of the stream match other people's grown evidence too.
+    Match top, runner_up;
+    for (const Match& m : candidates)
+      if (m.id != present && m.enrolled && m.score > top.score) top = m;
+    for (const Match& m : candidates)
+      if (m.id != present && m.id != top.id && m.score > runner_up.score) runner_up = m;
+    if (top.id >= 0 && top.score >= s_.match_threshold &&
+        (runner_up.id < 0 || top.score >= runner_up.score + s_.margin))
+      return {Verdict::kKnown, top.id, top.score};
+    return {Verdict::kKeep, present, own->score};
   }
   const Match top = best(candidates);
   if (top.id >= 0 && top.id != present) {
@@ -55,12 +70,15 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   }
   // A voiceprint of a few seconds scores even its own person's long evidence low: the floor goes
   // with the shorter of the two.
-  if (voiced && own->score >= keep_floor(std::min(seconds, own->seconds)))
+  // An enrolled name stays only while it is the best match: a label carried onto somebody else
+  // scores an enrolment about as low as any stranger's voice does.
+  const bool outscored = voiced && own->enrolled && top.id != present;
+  if (voiced && !outscored && own->score >= keep_floor(std::min(seconds, own->seconds)))
     return {Verdict::kKeep, present, own->score};
   // A guarded turn (its label speaks again after others spoke, as in conversation) goes to
   // somebody new only on kNewAfter of evidence: short stretches of speech in a noisy room score
   // their own person low now and then. It may go to somebody known sooner.
-  if (voiced && guarded && seconds < kNewAfter &&
+  if (voiced && !outscored && guarded && seconds < kNewAfter &&
       (top.id == present || top.score < s_.match_threshold))
     return {Verdict::kKeep, present, own->score};
   if (top.id >= 0 && top.score >= s_.match_threshold) {

@@ -9,7 +9,10 @@
 // one also from lead_floor when it leads the present voice by `lead` (a label carried onto them);
 // the turn keeps its voice while that scores at least keep_floor() of the shorter of its evidence
 // and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does); below that
-// the turn is somebody new. Telephone-band speech is calibrated (calibrate()), and a turn in
+// the turn is somebody new. A voice the turn made from its own evidence scores that evidence high
+// whoever speaks: it keeps the turn, but an enrolled voice that the grown evidence matches takes it
+// over, judged against the other voices only; an enrolled present voice keeps a turn only while
+// no other voice scores higher. Telephone-band speech is calibrated (calibrate()), and a turn in
 // conversation (guarded) needs more evidence to be somebody new. Scores are cosines of GE2E
 // utterance embeddings with voiceprints (the seconds-weighted mean of a person's evidence, or an
 // enrolment).
@@ -44,9 +47,10 @@ class IdentityPolicy {
   // the turn holds; the present voice among them when it has a voiceprint). `present`: the turn's
   // voice so far (-1: none); `may_add`: a new voice may still be made (max-speakers);
   // `narrowband`: the turn's speech is telephone band; `guarded`: the turn's label speaks again
-  // after other people spoke (conversation), not after silence alone: continuity counts for more.
+  // after other people spoke (conversation), not after silence alone: continuity counts for more;
+  // `self_made`: the present voice's voiceprint is this turn's evidence and nothing else.
   Decision decide(int present, double seconds, std::vector<Match> candidates, bool may_add,
-                  bool narrowband, bool guarded = false) const;
+                  bool narrowband, bool guarded = false, bool self_made = false) const;
 
   // Whether a turn of `seconds` of evidence (`narrowband` as above) decided as `voice` may train
   // that voice's voiceprint: only evidence that clearly belongs to it, ahead of every other voice

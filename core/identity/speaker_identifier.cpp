@@ -222,13 +222,25 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
   const int present = l.voice;
   const std::vector<Match> candidates =
       l.evidence_seconds > 0 ? candidates_for(l, excluded) : std::vector<Match>{};
+  // A voice made by this turn and by nothing else (its speech is at most the turn's evidence).
+  bool self_made = false;
+  for (const Match& m : candidates)
+    if (m.id == present) self_made = l.owns_voice && m.seconds <= l.evidence_seconds + 1e-9;
   const Decision d = policy_.decide(present, l.evidence_seconds, candidates, !at_limit(),
-                                    l.narrowband(), l.guarded);
+                                    l.narrowband(), l.guarded, self_made);
   int to = d.voice;
   // The cosine as heard, before the policy's telephone calibration: what voice-score reports.
   float cosine = 0;
   for (const Match& m : candidates)
     if (m.id == d.voice) cosine = m.score;
+  if (self_made && d.verdict == Verdict::kKnown) {
+    // The voice this turn made was the known one all along: everything announced as it is
+    // revised to the known voice.
+    merge(present, to);
+    scores_[to] = cosine;
+    keep_apart(to, excluded);
+    return;
+  }
   switch (d.verdict) {
     case Verdict::kKeep:
       if (l.evidence_seconds > 0) scores_[present] = cosine;
