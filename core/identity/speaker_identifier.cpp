@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "identity/squared_norm.h"
 #include "identity/utterance_embedding.h"
 #include "model/model_spec.h"
 
@@ -20,8 +21,7 @@ int64_t frame_audio_start(int64_t frame) {
 }
 
 std::vector<float> unit(const std::vector<float>& sum) {
-  double norm = 0;
-  for (float v : sum) norm += static_cast<double>(v) * v;
+  const double norm = squared_norm(sum);
   std::vector<float> out(sum);
   if (norm > 0)
     for (float& v : out) v = static_cast<float>(v / std::sqrt(norm));

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "identity/squared_norm.h"
+
 namespace speakerseg {
 
 std::vector<int64_t> partial_starts(int64_t frames, int step) {
@@ -108,8 +110,7 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
       for (int k = 0; k < kEmbeddingDim; ++k)
         mean[k] += partials[static_cast<size_t>(p) * kEmbeddingDim + k];
     row += count;
-    double norm = 0;
-    for (float v : mean) norm += static_cast<double>(v) * v;
+    const double norm = squared_norm(mean);
     const float inv = norm > 0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.f;
     for (float& v : mean) v *= inv;
     embeddings[q] = std::move(mean);

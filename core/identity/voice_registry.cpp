@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "identity/squared_norm.h"
+
 namespace speakerseg {
 namespace {
 
 float dot_normalised(const std::vector<float>& sum, const std::vector<float>& e) {
-  double dot = 0, norm = 0;
-  for (size_t k = 0; k < sum.size() && k < e.size(); ++k) {
-    dot += static_cast<double>(sum[k]) * e[k];
-    norm += static_cast<double>(sum[k]) * sum[k];
-  }
+  double dot = 0;
+  for (size_t k = 0; k < sum.size() && k < e.size(); ++k) dot += static_cast<double>(sum[k]) * e[k];
+  const double norm = squared_norm(sum);
   return norm > 0 ? static_cast<float>(dot / std::sqrt(norm)) : 0.f;
 }
 
@@ -72,8 +72,7 @@ float VoiceRegistry::similarity(int a, int b) const {
   const Voice* va = find(a);
   const Voice* vb = find(b);
   if (!va || !vb || !va->has_voiceprint() || !vb->has_voiceprint()) return 0.f;
-  double norm = 0;
-  for (float x : va->sum) norm += static_cast<double>(x) * x;
+  const double norm = squared_norm(va->sum);
   return norm > 0 ? static_cast<float>(dot_normalised(vb->sum, va->sum) / std::sqrt(norm)) : 0.f;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "identity/squared_norm.h"
 #include "model/voice_model.h"
 
 namespace speakerseg {
@@ -65,11 +66,9 @@ std::shared_ptr<const Voiceprints> Voiceprints::load(const std::string& path) {
       if (p.embedding.size() != static_cast<size_t>(kEmbeddingDim))
         fail(path, "speaker '" + p.name + "' has " + std::to_string(p.embedding.size()) +
                        " values, expected " + std::to_string(kEmbeddingDim));
-      double norm = 0;
-      for (float v : p.embedding) {
+      for (float v : p.embedding)
         if (!std::isfinite(v)) fail(path, "speaker '" + p.name + "' has a non-finite value");
-        norm += static_cast<double>(v) * v;
-      }
+      const double norm = squared_norm(p.embedding);
       if (std::fabs(std::sqrt(norm) - 1) > 1e-3)
         fail(path, "speaker '" + p.name + "' has no unit-length embedding (length " +
                        std::to_string(std::sqrt(norm)) + ")");
@@ -112,12 +111,10 @@ void Voiceprints::enroll(const std::string& name, const std::vector<float>& embe
   for (auto& p : speakers) {
     if (p.name != name) continue;
     const double total = p.seconds + seconds;
-    double norm = 0;
-    for (size_t k = 0; k < p.embedding.size(); ++k) {
+    for (size_t k = 0; k < p.embedding.size(); ++k)
       p.embedding[k] = static_cast<float>((p.seconds * p.embedding[k] + seconds * embedding[k]) /
                                           std::max(total, 1e-9));
-      norm += static_cast<double>(p.embedding[k]) * p.embedding[k];
-    }
+    const double norm = squared_norm(p.embedding);
     for (float& v : p.embedding) v = static_cast<float>(v / std::sqrt(std::max(norm, 1e-30)));
     p.seconds = total;
     return;
