@@ -22,8 +22,9 @@ phrases at its pauses (energy: 10 ms frames louder than max(5th percentile + 8 d
 breaths and left out). The speech of a phrase is where its energy above 80 Hz passes the same
 rule: some chapter recordings carry 10-30 Hz rumble, which the full-band energy keeps as part of
 a phrase, and the reference starts and ends each turn at its speech, not at the rumble around
-it (the audio keeps the rumble, as the recording has it). A turn is a run of one person's phrases in order: the recorded pause is
-kept where it is at most 0.6 s, else a pause of 0.2-0.6 s is put in. Turns are 0.3-1.0 s apart.
+it (the audio keeps the rumble, as the recording has it). A turn is a run of one person's
+phrases in order: the recorded pause is kept where it is at most 0.6 s, else a pause of 0.2-0.6
+s is put in. Turns are 0.3-1.0 s apart.
 Every phrase is said once in a programme. An enrolled person's enrolment clip is made of whole
 utterances of theirs that the programme does not use, 10 s of speech or more.
 
@@ -464,7 +465,8 @@ def render(uri, script, tmp):
             x = turn_audio(taken, rng)
             y = on_channel(person, np.pad(x, pad), tmp)
             placed.append((at - pad, y))
-            head, tail = taken[0].speech_start - taken[0].start, taken[-1].end - taken[-1].speech_end
+            head = taken[0].speech_start - taken[0].start
+            tail = taken[-1].end - taken[-1].speech_end
             ref[Segment((at + head) / RATE, (at + len(x) - tail) / RATE)] = person.reader.id
         at += len(x)
     y = np.zeros(at + round(LEAD * RATE), dtype=np.float64)

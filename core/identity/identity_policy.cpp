@@ -8,6 +8,15 @@ namespace {
 
 constexpr double kShortEvidence = 1.6, kLongEvidence = 6.0, kNewAfter = 3.0;
 
+// The best candidate that `allowed` admits (id -1: none).
+template <typename Allowed>
+Match best_where(const std::vector<Match>& candidates, Allowed allowed) {
+  Match top;
+  for (const Match& m : candidates)
+    if (allowed(m) && (top.id < 0 || m.score > top.score)) top = m;
+  return top;
+}
+
 }  // namespace
 
 double IdentityPolicy::keep_floor(double seconds) const {
@@ -18,10 +27,7 @@ double IdentityPolicy::keep_floor(double seconds) const {
 }
 
 Match IdentityPolicy::best(const std::vector<Match>& candidates, int except) {
-  Match top;
-  for (const Match& m : candidates)
-    if (m.id != except && (top.id < 0 || m.score > top.score)) top = m;
-  return top;
+  return best_where(candidates, [&](const Match& m) { return m.id != except; });
 }
 
 void IdentityPolicy::calibrate(std::vector<Match>& candidates, bool narrowband) const {
@@ -46,11 +52,10 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     // an enrolled person when its grown evidence matches them as a first decision would (ahead
     // of every other voice but its own by the margin), else its own. Not an anonymous voice: in
     // a meeting room, a few seconds of the stream match other people's grown evidence too.
-    Match top, runner_up;
-    for (const Match& m : candidates)
-      if (m.id != present && m.enrolled && m.score > top.score) top = m;
-    for (const Match& m : candidates)
-      if (m.id != present && m.id != top.id && m.score > runner_up.score) runner_up = m;
+    const Match top =
+        best_where(candidates, [&](const Match& m) { return m.id != present && m.enrolled; });
+    const Match runner_up =
+        best_where(candidates, [&](const Match& m) { return m.id != present && m.id != top.id; });
     if (top.id >= 0 && top.score >= s_.match_threshold &&
         (runner_up.id < 0 || top.score >= runner_up.score + s_.margin))
       return {Verdict::kKnown, top.id, top.score};
