@@ -84,6 +84,7 @@ constexpr const char* kValued[] = {"batch",
                                    "device",
                                    "end",
                                    "engine",
+                                   "enrolled-threshold",
                                    "evidence-seconds",
                                    "feeders",
                                    "input",
@@ -540,6 +541,7 @@ int cmd_changes(const Args& a) {
   IdentitySettings& id = settings.identity;
   id.enabled = a.flag("reidentify");
   id.match_threshold = a.number("voice-threshold", id.match_threshold);
+  id.enrolled_threshold = a.number("enrolled-threshold", id.enrolled_threshold);
   id.margin = a.number("voice-margin", id.margin);
   id.lead = a.number("voice-lead", id.lead);
   id.lead_floor = a.number("voice-lead-floor", id.lead_floor);
@@ -827,7 +829,7 @@ const Command kCommands[] = {
      "                    [--min-speech S] [--min-silence S] [--batch N] [--threads N]\n"
      "                    [--rttm OUT.rttm] [--uri NAME]\n"
      "                    [--reidentify [--voiceprints FILE] [--max-speakers N]\n"
-     "                     [--voice-threshold X] [--voice-model V]]\n"
+     "                     [--voice-threshold X] [--enrolled-threshold X] [--voice-model V]]\n"
      "      the speaker changes of a recording as JSON lines, by the same streaming logic as the\n"
      "      speakerchange element (windows every --step, final --latency behind the newest audio;\n"
      "      --offline: final at the end, with all the right context there is); none, and a note\n"
@@ -835,7 +837,8 @@ const Command kCommands[] = {
      "      --reidentify: speakers are named by voice all stream long (a speaker who comes back\n"
      "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
      "      --voice-threshold: the cosine from which a known voice takes a turn\n"
-     "      (default 0.78, tuned at --latency 2).\n"},
+     "      (default 0.78, tuned at --latency 2); --enrolled-threshold: the same for an\n"
+     "      enrolled voice (default 0.69: an enrolment is usually another recording).\n"},
     {"enroll", cmd_enroll, true,
      "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
      "                    [--model M] [--voice-model V]\n"

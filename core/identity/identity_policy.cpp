@@ -56,7 +56,7 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
         best_where(candidates, [&](const Match& m) { return m.id != present && m.enrolled; });
     const Match runner_up =
         best_where(candidates, [&](const Match& m) { return m.id != present && m.id != top.id; });
-    if (top.id >= 0 && top.score >= s_.match_threshold &&
+    if (top.id >= 0 && top.score >= threshold(top) &&
         (runner_up.id < 0 || top.score >= runner_up.score + s_.margin))
       return {Verdict::kKnown, top.id, top.score};
     return {Verdict::kKeep, present, own->score};
@@ -70,7 +70,7 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     // stranger. Not an anonymous voice: a few seconds of the stream make a less certain one.
     const bool far_ahead =
         top.enrolled && voiced && top.score >= s_.lead_floor && top.score >= own->score + s_.lead;
-    if ((top.score >= s_.match_threshold || far_ahead) && clear)
+    if ((top.score >= threshold(top) || far_ahead) && clear)
       return {Verdict::kKnown, top.id, top.score};
   }
   // A voiceprint of a few seconds scores even its own person's long evidence low: the floor goes
@@ -84,9 +84,9 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   // somebody new only on kNewAfter of evidence: short stretches of speech in a noisy room score
   // their own person low now and then. It may go to somebody known sooner.
   if (voiced && !outscored && guarded && seconds < kNewAfter &&
-      (top.id == present || top.score < s_.match_threshold))
+      (top.id == present || top.score < threshold(top)))
     return {Verdict::kKeep, present, own->score};
-  if (top.id >= 0 && top.score >= s_.match_threshold) {
+  if (top.id >= 0 && top.score >= threshold(top)) {
     // Two known voices match with no clear winner: the turn is one of them, not a new person;
     // its own voice when that is one of them.
     if (voiced && own->score >= top.score - s_.margin) return {Verdict::kKeep, present, own->score};

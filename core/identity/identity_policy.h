@@ -4,18 +4,19 @@
 // The voice decides; the stitcher's continuity is only a prior. A label's turn (its speech since
 // it was last silent for turn_gap) gathers evidence, the utterance embedding of its clean speech
 // so far, and is re-decided at every step as it grows: a known voice takes the turn when it is
-// the best match, at match_threshold or more, and ahead of the turn's present voice and of every
-// other voice by `margin` (enrolled people too: a closed set decided with a margin), an enrolled
-// one also from lead_floor when it leads the present voice by `lead` (a label carried onto them);
-// the turn keeps its voice while that scores at least keep_floor() of the shorter of its evidence
-// and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does); below that
-// the turn is somebody new. A voice the turn made from its own evidence scores that evidence high
-// whoever speaks: it keeps the turn, but an enrolled voice that the grown evidence matches takes it
-// over, judged against the other voices only; an enrolled present voice keeps a turn only while
-// no other voice scores higher. Telephone-band speech is calibrated (calibrate()), and a turn in
-// conversation (guarded) needs more evidence to be somebody new. Scores are cosines of GE2E
-// utterance embeddings with voiceprints (the seconds-weighted mean of a person's evidence, or an
-// enrolment).
+// the best match, at match_threshold or more (an enrolled one: enrolled_threshold, lower, as an
+// enrolment is usually another recording than the stream), and ahead of the turn's present voice
+// and of every other voice by `margin` (enrolled people too: a closed set decided with a margin),
+// an enrolled one also from lead_floor when it leads the present voice by `lead` (a label carried
+// onto them); the turn keeps its voice while that scores at least keep_floor() of the shorter of
+// its evidence and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does);
+// below that the turn is somebody new. A voice the turn made from its own evidence scores that
+// evidence high whoever speaks: it keeps the turn, but an enrolled voice that the grown evidence
+// matches takes it over, judged against the other voices only; an enrolled present voice keeps a
+// turn only while no other voice scores higher. Telephone-band speech is calibrated (calibrate()),
+// and a turn in conversation (guarded) needs more evidence to be somebody new. Scores are cosines
+// of GE2E utterance embeddings with voiceprints (the seconds-weighted mean of a person's evidence,
+// or an enrolment).
 #pragma once
 
 #include <vector>
@@ -75,6 +76,10 @@ class IdentityPolicy {
   // about 0.13 higher against each other than in the studio (docs/identity.md). Between a
   // narrowband turn and a narrowband voice, the score counts narrowband_shift less.
   void calibrate(std::vector<Match>& candidates, bool narrowband) const;
+  // The score from which `m` may take a turn.
+  double threshold(const Match& m) const {
+    return m.enrolled ? s_.enrolled_threshold : s_.match_threshold;
+  }
   // The best candidate other than `except`.
   static Match best(const std::vector<Match>& candidates, int except = -1);
 

@@ -31,6 +31,7 @@ std::vector<float> unit(const std::vector<float>& sum) {
 IdentitySettings resolved(const StreamSettings& settings) {
   IdentitySettings s = settings.identity;
   s.match_threshold = voice_threshold(settings);
+  s.enrolled_threshold = enrolled_threshold(settings);
   return s;
 }
 

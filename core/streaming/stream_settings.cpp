@@ -17,12 +17,17 @@ double voice_threshold(const StreamSettings& s) {
   return s.identity.match_threshold > 0 ? s.identity.match_threshold : kVoiceThreshold;
 }
 
+double enrolled_threshold(const StreamSettings& s) {
+  return s.identity.enrolled_threshold > 0 ? s.identity.enrolled_threshold : kEnrolledThreshold;
+}
+
 void validate_settings(const StreamSettings& s, bool offline) {
   check_range(kStepRange, s.step);
   if (!offline) check_range(kLatencyRange, s.latency);
   check_range(kMinSpeechRange, s.min_speech);
   check_range(kMinSilenceRange, s.min_silence);
   check_range(kVoiceThresholdRange, s.identity.match_threshold);
+  check_range(kEnrolledThresholdRange, s.identity.enrolled_threshold);
   check_range(kMaxSpeakersRange, s.identity.max_speakers);
 }
 

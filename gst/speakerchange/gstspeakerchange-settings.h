@@ -72,6 +72,7 @@ struct Settings {
   std::string voiceprints;
   int max_speakers = 0;
   double voice_threshold = kCoreDefaults.identity.match_threshold;
+  double enrolled_threshold = kCoreDefaults.identity.enrolled_threshold;
   double stall_margin = speakerseg::kDefaultStallMargin;
 };
 

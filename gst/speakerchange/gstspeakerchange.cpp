@@ -270,6 +270,7 @@ gboolean speaker_change_start(GstBaseTransform* trans) {
   s->outage_wait = p.outage_wait;
   s->settings.identity.enabled = p.reidentify;
   s->settings.identity.match_threshold = p.voice_threshold;
+  s->settings.identity.enrolled_threshold = p.enrolled_threshold;
   s->settings.identity.max_speakers = p.max_speakers;
   try {
     s->windows = std::make_unique<speakerseg::WindowBuffer>(speakerseg::kWindowSamples,

@@ -464,5 +464,19 @@ TEST(StreamSettings, VoiceThresholdTunedUnlessSet) {
   EXPECT_THROW(validate_settings(s), std::invalid_argument);
 }
 
+// The same for enrolled voices, whose tuned threshold is lower (an enrolment is usually another
+// recording, docs/identity.md).
+TEST(StreamSettings, EnrolledThresholdTunedUnlessSet) {
+  StreamSettings s;
+  EXPECT_EQ(s.identity.enrolled_threshold, 0.0);
+  EXPECT_EQ(enrolled_threshold(s), kEnrolledThreshold);
+  EXPECT_LT(kEnrolledThreshold, kVoiceThreshold);
+  s.identity.enrolled_threshold = 0.75;
+  EXPECT_EQ(enrolled_threshold(s), 0.75);
+  EXPECT_NO_THROW(validate_settings(s));
+  s.identity.enrolled_threshold = -0.1;
+  EXPECT_THROW(validate_settings(s), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace speakerseg
