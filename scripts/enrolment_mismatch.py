@@ -13,9 +13,12 @@ chain, seeded:
   room   a reverberant room: exponentially decaying noise, RT60 0.5 s, direct-to-reverberant
          ratio 2 dB. Harsher than the TV anchor (own turns 0.72-0.74).
   room+mic  both.
+  same   the chain unchanged (with --seconds: only shorter clips).
 
-Each clip keeps its peak level. Use OUT with --programmes in scripts/evaluate.py,
-scripts/programme_voices.py or scripts/diart_compare.py:
+Each clip keeps its peak level. --seconds N keeps only each clip's first N seconds (issue 28's
+reporter was enrolled from 6 s of his speech; the programmes' clips hold about 20 s). Use OUT
+with --programmes in scripts/evaluate.py, scripts/programme_voices.py or
+scripts/diart_compare.py (docs/identity.md, "Enrolled from another recording"):
 
   .venv/bin/python3 scripts/enrolment_mismatch.py mic /tmp/programmes-mic
   .venv/bin/python3 scripts/evaluate.py --programmes /tmp/programmes-mic \\
@@ -57,10 +60,12 @@ def room(x, rng, rt60=0.5, drr_db=2.0):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("variant", choices=["mic", "room", "room+mic"])
+    ap.add_argument("variant", choices=["same", "mic", "room", "room+mic"],
+                    help="same: the recording chain unchanged (with --seconds: shorter clips)")
     ap.add_argument("out", type=pathlib.Path)
     ap.add_argument("--programmes", type=pathlib.Path, default=programmes.OUT)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seconds", type=float, help="keep only each clip's first SECONDS")
     args = ap.parse_args()
     if not (args.programmes / "train" / "programmes.json").exists():
         raise SystemExit(f"no programmes in {args.programmes}: run scripts/programmes.py")
@@ -72,6 +77,8 @@ def main():
     for clip in clips:
         x, rate = sf.read(clip, dtype="float64")
         assert rate == RATE, clip
+        if args.seconds:
+            x = x[: int(args.seconds * RATE)]
         peak = np.max(np.abs(x))
         if "room" in args.variant:
             x = room(x, rng)
@@ -80,7 +87,8 @@ def main():
         x *= peak / max(np.max(np.abs(x)), 1e-9)
         clip.unlink()  # a hard link: the programmes' own clip stays as it was
         sf.write(clip, x.astype(np.float32), rate, subtype="PCM_16")
-    print(f"{len(clips)} enrolment clips through '{args.variant}' in {args.out}")
+    cut = f", first {args.seconds:g} s" if args.seconds else ""
+    print(f"{len(clips)} enrolment clips through '{args.variant}'{cut} in {args.out}")
 
 
 if __name__ == "__main__":

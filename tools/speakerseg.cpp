@@ -838,7 +838,7 @@ const Command kCommands[] = {
      "      gets their label back; enrolled speakers by name), with a \"voice\" match score;\n"
      "      --voice-threshold: the cosine from which a known voice takes a turn\n"
      "      (default 0.78, tuned at --latency 2); --enrolled-threshold: the same for an\n"
-     "      enrolled voice (default 0.69: an enrolment is usually another recording).\n"},
+     "      enrolled voice (default 0.68: an enrolment is usually another recording).\n"},
     {"enroll", cmd_enroll, true,
      "  speakerseg enroll --name NAME --input FILE.wav [--start S] [--end E] --voiceprints FILE\n"
      "                    [--model M] [--voice-model V]\n"

@@ -454,15 +454,16 @@ void install_properties(GObjectClass* gobject_class) {
    * turn, if they are also ahead of every other voice by a margin of 0.1. Lower than
    * #GstSpeakerChange:voice-threshold because an enrolment usually comes from another recording
    * (another day, microphone or room), which scores the person's own turns lower than their voice
-   * learnt from the stream does (tuned on the train programmes at latency 2 s with enrolments
-   * from the same and from another microphone, docs/identity.md). Higher: an enrolled name given
-   * less often, to others and to the person. 0 (the default): 0.69.
+   * learnt from the stream does, and a short enrolment lower still (tuned on the train programmes
+   * at latency 2 s with enrolments of 6-20 s from the same and from another microphone,
+   * docs/identity.md). Higher: an enrolled name given less often, to others and to the person.
+   * 0 (the default): 0.68.
    */
   g_object_class_install_property(
       gobject_class, PROP_ENROLLED_THRESHOLD,
       g_param_spec_double("enrolled-threshold", "Enrolled threshold",
                           "Cosine similarity at which a voice is taken for an enrolled person "
-                          "(0 = the tuned 0.69)",
+                          "(0 = the tuned 0.68)",
                           speakerseg::kEnrolledThresholdRange.min,
                           speakerseg::kEnrolledThresholdRange.max,
                           kCoreDefaults.identity.enrolled_threshold, kReadyFlags));

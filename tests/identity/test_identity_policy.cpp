@@ -106,7 +106,7 @@ TEST(IdentityPolicy, AVoiceTheTurnMadeGivesWayToAnEnrolledMatch) {
 TEST(IdentityPolicy, AnEnrolledVoiceHasItsOwnThreshold) {
   IdentitySettings s = settings();
   s.match_threshold = 0.78;
-  s.enrolled_threshold = 0.69;
+  s.enrolled_threshold = 0.68;
   const IdentityPolicy p(s);
   Decision d = p.decide(-1, 3.0, {{0, 0.74f, true}, {1, 0.55f}}, true, false);
   EXPECT_EQ(d.verdict, Verdict::kKnown);
