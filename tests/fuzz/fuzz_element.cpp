@@ -172,7 +172,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::vector<float>& audio = speech();
   size_t cursor = 0, pushed = 0;
-  GstClockTime pts = 0;
+  GstClockTime pts = 0;  // what the next buffer with a timestamp carries
+  // Where the element puts a buffer without one: after the audio or gap before it, or at the
+  // segment's start when nothing came since the stream began or was flushed (a jump of `pts`
+  // alone does not move it).
+  GstClockTime segment_start = 0, untimestamped_at = 0;
+  bool placed = false;
   while (!in.done() && pushed < kMaxSamplesPerInput) {
     const uint8_t op = in.byte();
     switch (op % 10) {
@@ -202,9 +207,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           GST_BUFFER_DURATION(buf) = duration;
         }
         if (flags & 1) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
-        // Without a timestamp the element continues from the last one: the time line grows.
-        checker.pushed(pts, duration);
-        gst_harness_push(h, buf);  // refused caps, EOS or flushing: any flow return is allowed
+        const GstClockTime at = !(flags & 4) ? pts : placed ? untimestamped_at : segment_start;
+        checker.pushed(at, duration);
+        // Refused caps, EOS or flushing: any flow return is allowed; a refused buffer places
+        // nothing.
+        if (gst_harness_push(h, buf) == GST_FLOW_OK) {
+          untimestamped_at = at + duration;
+          placed = true;
+        }
         pts += duration;
         cursor += n;
         pushed += n;
@@ -216,8 +226,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 4: {  // a GAP of up to 25.5 s
         const GstClockTime d = in.byte() * (GST_SECOND / 10);
         checker.pushed(pts, d);
-        gst_harness_push_event(h, gst_event_new_gap(pts, d));
+        const bool taken = gst_harness_push_event(h, gst_event_new_gap(pts, d));
         pts += d;
+        if (taken) {
+          untimestamped_at = pts;
+          placed = true;
+        }
         break;
       }
       case 5: {  // FLUSH, then a segment that starts anywhere in the first 255 s
@@ -226,14 +240,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         checker.reset();
         GstSegment segment;
         gst_segment_init(&segment, GST_FORMAT_TIME);
-        pts = segment.start = segment.time = in.byte() * GST_SECOND;
+        pts = segment_start = segment.start = segment.time = in.byte() * GST_SECOND;
+        placed = false;
         gst_harness_push_event(h, gst_event_new_segment(&segment));
         break;
       }
       case 6: {  // a new segment without a flush, at the current time
         GstSegment segment;
         gst_segment_init(&segment, GST_FORMAT_TIME);
-        segment.start = segment.time = pts;
+        segment.start = segment.time = segment_start = pts;
         gst_harness_push_event(h, gst_event_new_segment(&segment));
         break;
       }
@@ -273,7 +288,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           g_object_set(element, "step", steps[in.byte() % 4], nullptr);
           gst_harness_play(h);
           checker.reset();
-          pts = 0;
+          pts = segment_start = 0;
+          placed = false;
           // Stopping cleared the pad's sticky events: a new stream begins.
           gst_harness_push_event(h, gst_event_new_stream_start("fuzz-restart"));
           push_caps(h, caps);
