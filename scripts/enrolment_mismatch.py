@@ -35,7 +35,7 @@ from scipy import signal
 
 import programmes
 
-RATE = 16000
+RATE = programmes.RATE  # the programmes' and their clips' sample rate
 
 
 def microphone(x):
