@@ -14,8 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engines/cpu/cpu_voice_encoder.h"
-#include "engines/cuda/cuda_engine.h"  // LstmAlgorithm; no CUDA header
+#include "engines/engine_factory.h"
 #include "features/mel_spectrogram.h"
 #include "identity/speaker_identifier.h"
 #include "identity/utterance_embedding.h"
@@ -24,13 +23,6 @@
 #include "io/npy.h"
 #include "model/model_location.h"
 #include "scheduling/async_segmenter.h"
-#ifdef SPEAKERSEG_HAVE_CUDA
-#include "engines/cuda/cuda_voice_encoder.h"
-#endif
-#include "engines/cpu/cpu_engine.h"
-#ifdef SPEAKERSEG_HAVE_REMOTE
-#include "engines/remote/remote_engine.h"
-#endif
 #include "scheduling/shared_segmenter.h"
 #include "streaming/sliding_windows.h"
 #include "streaming/speaker_change_detector.h"
@@ -157,127 +149,46 @@ int positive(const Args& a, const char* name, int fallback) {
   return static_cast<int>(v);
 }
 
-// What --engine and the CUDA options ask for: the segmentation engine and the voice encoder of a
-// command run on the same device.
-struct EngineChoice {
-  bool cuda = false;
-  bool remote = false;
-  std::string server, remote_model, remote_voice_model;  // remote engine
-  int deadline_ms = 0;
-  int device = 0;
-  LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
-  bool cuda_graphs = true;
-  bool tf32 = false;
-  int threads = 0;  // CPU engines; 0: every core
-  CpuPrecision precision = CpuPrecision::kFp32;
-};
-
-EngineChoice choose_engine(const Args& a) {
+// The engines --engine and its options ask for (core/engines/engine_factory.h decides): what
+// the factory notices goes to stderr, the routine (auto found no GPU) only with --verbose.
+EngineFactory engine_factory(const Args& a) {
+  EngineSettings s;
   const std::string engine = a.get("engine", "auto");
-  if (engine != "cpu" && engine != "cuda" && engine != "remote" && engine != "auto")
+  if (!parse_engine_kind(engine, &s.kind))
     throw std::invalid_argument("--engine takes cpu, cuda, remote or auto, got '" + engine + "'");
-  const bool remote_options = a.flag("server") || a.flag("remote-model") ||
-                              a.flag("remote-voice-model") || a.flag("deadline-ms");
-  if (engine == "remote") {
-#ifndef SPEAKERSEG_HAVE_REMOTE
-    throw std::runtime_error(
-        "--engine remote: this build has no remote engine (install libgrpc++-dev and "
-        "protobuf-compiler-grpc and rebuild; meson option remote)");
-#else
-    if (!a.flag("server"))
-      throw std::invalid_argument("--engine remote needs --server HOST:PORT (the gRPC port)");
-    EngineChoice c;
-    c.remote = true;
-    const RemoteEngineOptions defaults;
-    c.server = a.get("server");
-    c.remote_model = a.get("remote-model", defaults.model);
-    c.remote_voice_model = a.get("remote-voice-model", defaults.voice_model);
-    c.deadline_ms = positive(a, "deadline-ms", defaults.deadline_ms);
-    return c;
-#endif
-  }
-  if (remote_options)
-    throw std::invalid_argument(
-        "--server, --remote-model, --remote-voice-model and --deadline-ms need --engine remote");
-  // Said once, though both engines of a command ask.
-  static bool said = false;
-  const bool verbose = a.flag("verbose") && !said;
-  EngineChoice c;
-  c.threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
-  if (a.flag("precision") && !parse_cpu_precision(a.get("precision"), &c.precision))
+  s.threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
+  if (a.flag("precision") && !parse_cpu_precision(a.get("precision"), &s.precision))
     throw std::invalid_argument("--precision takes fp32 or bf16, got '" + a.get("precision") + "'");
-#ifdef SPEAKERSEG_HAVE_CUDA
-  if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &c.lstm_algorithm))
+  if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &s.lstm_algorithm))
     throw std::invalid_argument(
         "--lstm-algorithm takes standard, persist-static-small-h, persist-dynamic or auto");
   const double device = a.number("device", 0);
   if (device < 0 || device != std::floor(device))
     throw std::invalid_argument("--device must be a GPU index (0, 1, ...)");
-  c.cuda = engine == "cuda";
-  if (engine == "auto") {
-    std::string why;
-    c.cuda = cuda_device_count(&why) > 0;
-    // No GPU is the common case for auto, not news: said only when asked (--engine cuda fails
-    // with the reason instead).
-    if (!c.cuda && verbose)
-      std::fprintf(stderr, "speakerseg: no CUDA device found (%s): using the CPU engine\n",
-                   why.c_str());
+  s.device = static_cast<int>(device);
+  s.cuda_graphs = !a.flag("no-cuda-graphs");
+  s.tf32 = a.flag("tf32");
+  s.remote.server = a.get("server");
+  s.remote.model = a.get("remote-model", s.remote.model);
+  s.remote.voice_model = a.get("remote-voice-model", s.remote.voice_model);
+  s.remote.deadline_ms = positive(a, "deadline-ms", s.remote.deadline_ms);
+  EngineFactory::Reporters reporters;
+  reporters.notice = [verbose = a.flag("verbose")](const EngineNotice& n) {
+    if (n.level != EngineNotice::kInfo || verbose)
+      std::fprintf(stderr, "speakerseg: %s\n", n.text.c_str());
+  };
+  try {
+    return EngineFactory(s, reporters);
+  } catch (const EngineSettingsError& e) {
+    throw std::invalid_argument(std::string(e.what()) + " (" + e.hint() + ")");
   }
-  c.device = static_cast<int>(device);
-  c.cuda_graphs = !a.flag("no-cuda-graphs");
-  c.tf32 = a.flag("tf32");
-#else
-  if (engine == "cuda")
-    throw std::runtime_error(
-        "--engine cuda: this build has no CUDA engine (rebuild with -Dcuda=enabled on a machine "
-        "with the CUDA toolkit and cuDNN 9)");
-  if (engine == "auto" && verbose)
-    std::fprintf(stderr, "speakerseg: this build has no CUDA engine: using the CPU engine\n");
-#endif
-  const bool cuda_options =
-      a.flag("device") || a.flag("lstm-algorithm") || a.flag("no-cuda-graphs") || a.flag("tf32");
-  if (!c.cuda && cuda_options && !said)
-    std::fprintf(stderr,
-                 "speakerseg: --device, --lstm-algorithm, --no-cuda-graphs and --tf32 only apply "
-                 "to the CUDA engine: ignored\n");
-  if (c.cuda && a.flag("precision") && !said)
-    std::fprintf(stderr, "speakerseg: --precision only applies to the CPU engines: ignored\n");
-  said = true;
-  return c;
 }
 
-#ifdef SPEAKERSEG_HAVE_REMOTE
-RemoteEngineOptions remote_options(const EngineChoice& c) {
-  RemoteEngineOptions o;
-  o.server = c.server;
-  o.model = c.remote_model;
-  o.voice_model = c.remote_voice_model;
-  o.deadline_ms = c.deadline_ms;
-  return o;
-}
-#endif
-
-// The engine --engine asks for; `max_batch` is the largest batch the command will run.
-std::unique_ptr<SegmentationEngine> make_engine(const Args& a,
-                                                std::shared_ptr<const SegmentationModel> model,
+// The segmentation engine of `engines`, for batches up to `max_batch`; the model is read only
+// where the engine runs here.
+std::unique_ptr<SegmentationEngine> make_engine(EngineFactory& engines, const Args& a,
                                                 int max_batch) {
-  const EngineChoice c = choose_engine(a);
-#ifdef SPEAKERSEG_HAVE_REMOTE
-  if (c.remote) return make_remote_engine(remote_options(c));
-#endif
-#ifdef SPEAKERSEG_HAVE_CUDA
-  if (c.cuda) {
-    CudaEngineOptions options;
-    options.device = c.device;
-    options.lstm_algorithm = c.lstm_algorithm;
-    options.cuda_graphs = c.cuda_graphs;
-    options.tf32 = c.tf32;
-    options.max_batch = max_batch;
-    return make_cuda_engine(std::move(model), options);
-  }
-#endif
-  (void)max_batch;  // the CPU engine takes any batch
-  return make_cpu_engine(std::move(model), {c.threads, c.precision});
+  return engines.segmentation(engines.needs_local_models() ? load_model(a) : nullptr, max_batch);
 }
 
 int cmd_info(const Args& a) {
@@ -301,7 +212,8 @@ int cmd_logits(const Args& a) {
   const double step_s = a.number("step", 1.0);
   check_range(kStepRange, step_s);
   const int batch = positive(a, "batch", 32);
-  auto engine = make_engine(a, load_model(a), batch);
+  EngineFactory engines = engine_factory(a);
+  auto engine = make_engine(engines, a, batch);
   const std::vector<float> audio = read_mono_16k(input);
   const int step = static_cast<int>(std::lround(step_s * kSampleRate));
   const auto starts = window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, step);
@@ -328,28 +240,9 @@ int cmd_logits(const Args& a) {
   return 0;
 }
 
-// The voice encoder on the device --engine chooses, as the segmentation engine.
-std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a,
-                                                 std::shared_ptr<const VoiceModel> model) {
-  const EngineChoice c = choose_engine(a);
-#ifdef SPEAKERSEG_HAVE_REMOTE
-  if (c.remote) return make_remote_voice_encoder(remote_options(c));
-#endif
-#ifdef SPEAKERSEG_HAVE_CUDA
-  if (c.cuda) {
-    CudaVoiceEncoderOptions options;
-    options.device = c.device;
-    options.lstm_algorithm = c.lstm_algorithm;
-    options.cuda_graphs = c.cuda_graphs;
-    options.tf32 = c.tf32;
-    return make_cuda_voice_encoder(std::move(model), options);
-  }
-#endif
-  return make_cpu_voice_encoder(std::move(model), {c.threads, c.precision});
-}
-
-std::unique_ptr<VoiceEncoder> make_voice_encoder(const Args& a) {
-  return make_voice_encoder(a, load_voice_model(a));
+// The voice encoder on the device of `engines`' segmentation engine.
+std::unique_ptr<VoiceEncoder> make_voice_encoder(EngineFactory& engines, const Args& a) {
+  return engines.voice(engines.needs_local_models() ? load_voice_model(a) : nullptr);
 }
 
 // The samples [--start, --end) of --input, checked against the file's length.
@@ -372,7 +265,8 @@ std::vector<float> read_clip(const Args& a) {
 int cmd_bench_voice(const Args& a) {
   const int batch = positive(a, "batch", 1);
   const double seconds = a.number("seconds", 3.0);
-  auto encoder = make_voice_encoder(a);
+  EngineFactory engines = engine_factory(a);
+  auto encoder = make_voice_encoder(engines, a);
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
   const MelSpectrogram mel;
   const std::vector<float> spectrum = mel.compute(audio.data(), static_cast<int64_t>(audio.size()));
@@ -445,12 +339,13 @@ constexpr double kEnrolmentPause = 0.3;
 // --offline` would), pauses from kEnrolmentPause left out. An enrolment embeds and counts only
 // these, since the voice encoder embeds whatever it is given: silence or noise in the clip would
 // dilute the voiceprint and, counted as speech, give it more weight than it has earned.
-std::vector<float> speech_of(const Args& a, const std::vector<float>& clip) {
+std::vector<float> speech_of(EngineFactory& engines, const Args& a,
+                             const std::vector<float>& clip) {
   StreamSettings settings;
   settings.latency = 1e9;
   settings.min_silence = kEnrolmentPause;
   const int batch = 32;  // as `changes --offline`
-  auto engine = make_engine(a, load_model(a), batch);
+  auto engine = make_engine(engines, a, batch);
   SpeakerChangeDetector detector(*engine, settings, batch);
   std::vector<float> speech;
   for (const Turn& t :
@@ -467,12 +362,13 @@ int cmd_enroll(const Args& a) {
   Voiceprints prints;
   struct stat st {};
   if (::stat(file.c_str(), &st) == 0) prints = *Voiceprints::load(file);
-  const std::vector<float> speech = speech_of(a, read_clip(a));
+  EngineFactory engines = engine_factory(a);
+  const std::vector<float> speech = speech_of(engines, a, read_clip(a));
   const std::string where =
       a.get("input") + (a.flag("start") || a.flag("end") ? " between --start and --end" : "");
   if (speech.empty())
     throw std::runtime_error("no speech found in " + where + ": nothing enrolled");
-  auto encoder = make_voice_encoder(a);
+  auto encoder = make_voice_encoder(engines, a);
   const MelSpectrogram mel;
   const auto n = static_cast<int64_t>(speech.size());
   const double seconds = n / double(kSampleRate);
@@ -500,7 +396,8 @@ int cmd_voiceprint(const Args& a) {
   if (a.flag("partial-step") && !a.flag("raw"))
     throw std::invalid_argument("--partial-step applies to --raw only");
   const std::vector<float> clip = read_clip(a);
-  auto encoder = make_voice_encoder(a);
+  EngineFactory engines = engine_factory(a);
+  auto encoder = make_voice_encoder(engines, a);
   const MelSpectrogram mel;
   const int64_t n = static_cast<int64_t>(clip.size());
   const std::vector<float> rows = a.flag("raw")
@@ -560,11 +457,12 @@ int cmd_changes(const Args& a) {
     throw std::invalid_argument(
         "--voiceprints, --voice-model and --max-speakers need --reidentify");
   const int batch = positive(a, "batch", a.flag("offline") ? 32 : 1);
-  auto engine = make_engine(a, load_model(a), batch);
+  EngineFactory engines = engine_factory(a);
+  auto engine = make_engine(engines, a, batch);
   std::unique_ptr<VoiceEncoder> voice;
   std::shared_ptr<const Voiceprints> enrolled;
   if (id.enabled) {
-    voice = make_voice_encoder(a);
+    voice = make_voice_encoder(engines, a);
     if (a.flag("voiceprints")) enrolled = Voiceprints::load(a.get("voiceprints"));
   }
   const std::vector<float> audio = read_mono_16k(input);
@@ -625,7 +523,8 @@ int cmd_changes(const Args& a) {
 int cmd_bench(const Args& a) {
   const int batch = positive(a, "batch", 1);
   const double seconds = a.number("seconds", 3.0);
-  auto engine = make_engine(a, load_model(a), batch);
+  EngineFactory engines = engine_factory(a);
+  auto engine = make_engine(engines, a, batch);
   // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
   // at 1 s steps through the file, repeated to fill the batch.
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
@@ -706,12 +605,14 @@ int cmd_live(const Args& a) {
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
-  auto model = load_model(a);
+  EngineFactory engines = engine_factory(a);
+  std::shared_ptr<const SegmentationModel> model;
+  if (engines.needs_local_models()) model = load_model(a);
   settings.identity.enabled = a.flag("reidentify");
   std::shared_ptr<const VoiceModel> voice_model;
-  if (settings.identity.enabled) voice_model = load_voice_model(a);
+  if (settings.identity.enabled && engines.needs_local_models()) voice_model = load_voice_model(a);
   auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
-    return voice_model ? make_voice_encoder(a, voice_model) : nullptr;
+    return settings.identity.enabled ? engines.voice(voice_model) : nullptr;
   };
 
   struct Channel {
@@ -721,13 +622,14 @@ int cmd_live(const Args& a) {
   };
   std::shared_ptr<SharedScheduler> scheduler;
   if (!own)
-    scheduler = std::make_shared<SharedScheduler>(make_engine(a, model, batch), batch, voice());
+    scheduler =
+        std::make_shared<SharedScheduler>(engines.segmentation(model, batch), batch, voice());
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);
   for (int i = 0; i < n; ++i) {
     Channel& c = channels[static_cast<size_t>(i)];
     if (own)
-      c.segmenter = make_async_segmenter(make_engine(a, model, 1), settings,
+      c.segmenter = make_async_segmenter(engines.segmentation(model, 1), settings,
                                          AsyncSegmenterOptions{1, 4, true}, voice());
     else
       c.segmenter = std::make_unique<SharedSegmenterChannel>(scheduler, settings,

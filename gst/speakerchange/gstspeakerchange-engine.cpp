@@ -6,20 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "engines/cpu/cpu_engine.h"
-#include "engines/cpu/cpu_voice_encoder.h"
+#include "engines/engine_factory.h"
 #include "gstspeakerchange-private.h"
 #include "identity/voiceprints.h"
 #include "model/segmentation_model.h"
 #include "model/voice_model.h"
 #include "scheduling/engine_pool.h"
-#ifdef SPEAKERSEG_HAVE_CUDA
-#include "engines/cuda/cuda_engine.h"
-#include "engines/cuda/cuda_voice_encoder.h"
-#endif
-#ifdef SPEAKERSEG_HAVE_REMOTE
-#include "engines/remote/remote_engine.h"
-#endif
 
 namespace gstspeakerchange {
 namespace {
@@ -39,187 +31,120 @@ using Reports = std::vector<std::function<void()>>;
 // Thrown out of the pool's factory when create_engine() failed (and said why in its reports).
 struct EngineNotCreated {};
 
-#ifdef SPEAKERSEG_HAVE_CUDA
-speakerseg::LstmAlgorithm lstm_algorithm(const Settings& p) {
-  switch (p.lstm_algorithm) {
-    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD:
-      return speakerseg::LstmAlgorithm::kStandard;
-    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H:
-      return speakerseg::LstmAlgorithm::kPersistStaticSmallH;
-    case GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC:
-      return speakerseg::LstmAlgorithm::kPersistDynamic;
-    default:
-      return speakerseg::LstmAlgorithm::kAuto;
-  }
-}
-#endif
-
-#ifdef SPEAKERSEG_HAVE_REMOTE
-speakerseg::RemoteEngineOptions remote_options(const Settings& p) {
-  speakerseg::RemoteEngineOptions options;
-  options.server = p.server;
-  options.model = p.remote_model;
-  options.voice_model = p.remote_voice_model;
-  options.deadline_ms = p.remote_deadline_ms;
-  return options;
-}
-#endif
-
-speakerseg::CpuEngineOptions cpu_options(const Settings& p) {
-  speakerseg::CpuEngineOptions options;
-  options.threads = p.threads;
-  options.precision = p.precision == GST_SPEAKER_CHANGE_PRECISION_BF16
-                          ? speakerseg::CpuPrecision::kBf16
-                          : speakerseg::CpuPrecision::kFp32;
-  return options;
+// The properties in the core's terms: the enums go through their nicks and the core's parsers,
+// which know the same names.
+speakerseg::EngineSettings engine_settings(const Settings& p) {
+  speakerseg::EngineSettings s;
+  speakerseg::parse_engine_kind(enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine), &s.kind);
+  s.threads = p.threads;
+  speakerseg::parse_cpu_precision(enum_nick(GST_TYPE_SPEAKER_CHANGE_PRECISION, p.precision),
+                                  &s.precision);
+  s.device = p.device;
+  speakerseg::parse_lstm_algorithm(
+      enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm), &s.lstm_algorithm);
+  s.cuda_graphs = p.cuda_graphs;
+  s.remote.server = p.server;
+  s.remote.model = p.remote_model;
+  s.remote.voice_model = p.remote_voice_model;
+  s.remote.deadline_ms = p.remote_deadline_ms;
+  return s;
 }
 
-// Loads the model and creates the engine start() asked for (use_cuda: the CUDA engine, falling
-// back to the CPU for engine=auto). Null on failure, with the error in `reports`. A `shared`
-// engine may outlive this element, so its warnings go to the debug log, not to the element.
+// The factory's notices: routine ones and unused settings in the debug log, a fallback to the CPU
+// as the element's warning (posted with the other reports, outside the pool's lock). A `shared`
+// engine may outlive this element, so the engines' own run-time warnings go to the debug log
+// without it.
+speakerseg::EngineFactory::Reporters reporters(GstSpeakerChange* self, bool shared,
+                                               Reports& reports) {
+  speakerseg::EngineFactory::Reporters r;
+  r.notice = [self, &reports](const speakerseg::EngineNotice& n) {
+    switch (n.level) {
+      case speakerseg::EngineNotice::kInfo:
+        GST_INFO_OBJECT(self, "%s", n.text.c_str());
+        break;
+      case speakerseg::EngineNotice::kIgnored:
+        GST_WARNING_OBJECT(self, "%s", n.text.c_str());
+        break;
+      case speakerseg::EngineNotice::kFallback:
+        reports.push_back([self, text = n.text] {
+          GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("%s", text.c_str()), ("engine=auto"));
+        });
+        break;
+    }
+  };
+  if (shared)
+    r.engine_warnings = [](const std::string& m) { GST_WARNING("shared engine: %s", m.c_str()); };
+  else
+    r.engine_warnings = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
+  return r;
+}
+
+// The segmentation engine the factory chose, with the model loaded where it runs here. Null on
+// failure, with the error in `reports`.
 std::unique_ptr<speakerseg::SegmentationEngine> create_engine(GstSpeakerChange* self,
-                                                              const Settings& p, bool use_cuda,
-                                                              [[maybe_unused]] int max_batch,
-                                                              [[maybe_unused]] bool shared,
-                                                              Reports& reports) {
-  std::unique_ptr<speakerseg::SegmentationEngine> engine;
-#ifdef SPEAKERSEG_HAVE_REMOTE
-  // The server runs the model: this machine needs no copy of it.
-  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_REMOTE) {
+                                                              const Settings& p,
+                                                              speakerseg::EngineFactory& factory,
+                                                              int max_batch, Reports& reports) {
+  std::shared_ptr<const speakerseg::SegmentationModel> model;
+  if (factory.needs_local_models()) {
     try {
-      return speakerseg::make_remote_engine(remote_options(p));
+      model = speakerseg::SegmentationModel::load_onnx(p.model, kNameAnotherModel);
     } catch (const std::exception& e) {
-      const std::string what = e.what(), server = p.server, model = p.remote_model;
-      reports.push_back([self, what, server, model] {
-        GST_ELEMENT_ERROR(
-            self, RESOURCE, OPEN_READ_WRITE,
-            ("Could not use the inference server: %s", what.c_str()),
-            ("engine=remote, server=%s, remote-model=%s", server.c_str(), model.c_str()));
-      });
+      const std::string what = e.what(), path = p.model;
+      if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
+        reports.push_back([self, what, path] {
+          GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", what.c_str()),
+                            ("model property: '%s'", path.c_str()));
+        });
+      else
+        reports.push_back([self, what, path] {
+          GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", what.c_str()),
+                            ("model property: '%s'", path.c_str()));
+        });
       return nullptr;
     }
   }
-#endif
-  std::shared_ptr<const speakerseg::SegmentationModel> model;
   try {
-    model = speakerseg::SegmentationModel::load_onnx(p.model, kNameAnotherModel);
+    return factory.segmentation(model, max_batch);
   } catch (const std::exception& e) {
-    const std::string what = e.what(), path = p.model;
-    if (g_file_test(p.model.c_str(), G_FILE_TEST_EXISTS))
-      reports.push_back([self, what, path] {
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", what.c_str()),
-                          ("model property: '%s'", path.c_str()));
-      });
-    else
-      reports.push_back([self, what, path] {
-        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", what.c_str()),
-                          ("model property: '%s'", path.c_str()));
-      });
-    return nullptr;
-  }
-#ifdef SPEAKERSEG_HAVE_CUDA
-  if (use_cuda) {
-    try {
-      speakerseg::CudaEngineOptions options;
-      options.device = p.device;
-      options.lstm_algorithm = lstm_algorithm(p);
-      options.cuda_graphs = p.cuda_graphs;
-      // The engine takes the memory for its largest batch now.
-      options.max_batch = max_batch;
-      if (shared)
-        options.warn = [](const std::string& m) { GST_WARNING("shared engine: %s", m.c_str()); };
-      else
-        options.warn = [self](const std::string& m) { GST_WARNING_OBJECT(self, "%s", m.c_str()); };
-      engine = speakerseg::make_cuda_engine(model, options);
-    } catch (const std::exception& e) {
-      const std::string what = e.what();
-      const int device = p.device;
-      if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
-        reports.push_back([self, what, device] {
+    const std::string what = e.what();
+    const speakerseg::EngineKind kind = factory.kind();
+    const speakerseg::EngineSettings s = factory.settings();
+    reports.push_back([self, what, kind, s] {
+      switch (kind) {
+        case speakerseg::EngineKind::kRemote:
+          GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
+                            ("Could not use the inference server: %s", what.c_str()),
+                            ("engine=remote, server=%s, remote-model=%s", s.remote.server.c_str(),
+                             s.remote.model.c_str()));
+          break;
+        case speakerseg::EngineKind::kCuda:
           GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
                             ("Could not create the CUDA engine: %s", what.c_str()),
-                            ("engine=cuda, device=%d", device));
-        });
-        return nullptr;
+                            ("engine=cuda, device=%d", s.device));
+          break;
+        default:
+          GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                            ("Could not create the CPU engine: %s", what.c_str()), (nullptr));
       }
-      reports.push_back([self, what, device] {
-        GST_ELEMENT_WARNING(
-            self, RESOURCE, SETTINGS,
-            ("Could not create the CUDA engine, using the CPU engine: %s", what.c_str()),
-            ("engine=auto, device=%d", device));
-      });
-      use_cuda = false;
-    }
+    });
+    return nullptr;
   }
-#endif
-  if (!use_cuda) {
-    try {
-      engine = speakerseg::make_cpu_engine(model, cpu_options(p));
-    } catch (const std::exception& e) {
-      const std::string what = e.what();
-      reports.push_back([self, what] {
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                          ("Could not create the CPU engine: %s", what.c_str()), (nullptr));
-      });
-      return nullptr;
-    }
-  }
-  return engine;
 }
 
 }  // namespace
 
 bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
-  const bool use_remote = p.engine == GST_SPEAKER_CHANGE_ENGINE_REMOTE;
-  if (use_remote && !kHaveRemoteEngine) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("engine=remote: %s", kNoRemote),
-                      ("choose engine=cpu, cuda or auto"));
+  Reports reports;
+  std::unique_ptr<speakerseg::EngineFactory> factory;
+  try {
+    factory = std::make_unique<speakerseg::EngineFactory>(
+        engine_settings(p), reporters(self, p.shared_engine, reports));
+  } catch (const speakerseg::EngineSettingsError& e) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", e.what()), ("%s", e.hint().c_str()));
     return false;
   }
-  if (use_remote && p.server.empty()) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("engine=remote needs the server property: HOST:PORT of an Open Inference "
-                       "Protocol server's gRPC endpoint"),
-                      ("e.g. server=localhost:8001 for NVIDIA Triton, localhost:8081 for KServe"));
-    return false;
-  }
-  if (!use_remote && !p.server.empty())
-    GST_WARNING_OBJECT(self, "server is set but engine is %s, not remote: the server is not used",
-                       enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine));
-  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA && !kHaveCudaEngine) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("engine=cuda: %s", kNoCuda),
-                      ("choose engine=cpu or engine=auto"));
-    return false;
-  }
-  if (p.device != 0 && !kHaveCudaEngine) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("device=%d selects a GPU, but %s", p.device, kNoCuda),
-                      ("leave device at 0 for the CPU engine"));
-    return false;
-  }
-  if (p.lstm_algorithm != GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO && !kHaveCudaEngine) {
-    GST_ELEMENT_ERROR(
-        self, RESOURCE, SETTINGS,
-        ("lstm-algorithm=%s selects a cuDNN RNN algorithm, but %s",
-         enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm), kNoCuda),
-        ("leave lstm-algorithm at auto for the CPU engine"));
-    return false;
-  }
-
-  // engine=cuda, or engine=auto with a GPU present, takes the CUDA engine where the build has it.
-  bool use_cuda = false;
-#ifdef SPEAKERSEG_HAVE_CUDA
-  if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) {
-    use_cuda = true;
-  } else if (p.engine == GST_SPEAKER_CHANGE_ENGINE_AUTO) {
-    std::string why;
-    use_cuda = speakerseg::cuda_device_count(&why) > 0;
-    if (!use_cuda)
-      GST_INFO_OBJECT(self, "no CUDA device found (%s): using the CPU engine", why.c_str());
-  }
-  if (use_cuda && p.precision != GST_SPEAKER_CHANGE_PRECISION_FP32)
-    GST_WARNING_OBJECT(self, "precision applies to the CPU engine only: the CUDA engine runs FP32");
-#endif
+  const bool use_remote = factory->kind() == speakerseg::EngineKind::kRemote;
   // Latency mode runs one window at a time; auto may pick throughput (upstream not live), so it
   // plans for the full batch like throughput mode.
   const int engine_batch = p.mode == GST_SPEAKER_CHANGE_MODE_LATENCY ? 1 : p.batch_size;
@@ -239,7 +164,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
   if (p.reidentify) {
     try {
       // The remote engine's voice encoder runs on the server: no local copy needed.
-      if (!use_remote)
+      if (factory->needs_local_models())
         voice_model = speakerseg::VoiceModel::load_onnx(p.voice_model, kNameAnotherVoiceModel);
       if (!p.voiceprints.empty()) s->enrolled = speakerseg::Voiceprints::load(p.voiceprints);
     } catch (const speakerseg::VoiceprintsError& e) {
@@ -264,52 +189,20 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
       return false;
     }
   }
-  // The voice encoder runs where the segmentation engine was asked to; with engine=auto a CUDA
-  // encoder that cannot be made leaves the voices on the CPU, with a warning in the debug log (the
-  // factory may run for a shared worker that outlives this element).
-  auto make_voice = [&]() -> std::unique_ptr<speakerseg::VoiceEncoder> {
-#ifdef SPEAKERSEG_HAVE_REMOTE
-    if (use_remote) return speakerseg::make_remote_voice_encoder(remote_options(p));
-#endif
-#ifdef SPEAKERSEG_HAVE_CUDA
-    if (use_cuda) {
-      speakerseg::CudaVoiceEncoderOptions options;
-      options.device = p.device;
-      options.lstm_algorithm = lstm_algorithm(p);
-      options.cuda_graphs = p.cuda_graphs;
-      options.warn = [](const std::string& m) { GST_WARNING("voice encoder: %s", m.c_str()); };
-      try {
-        return speakerseg::make_cuda_voice_encoder(voice_model, options);
-      } catch (const std::exception& e) {
-        if (p.engine == GST_SPEAKER_CHANGE_ENGINE_CUDA) throw;
-        GST_WARNING("could not create the CUDA voice encoder, using the CPU one: %s", e.what());
-      }
-    }
-#endif
-    return speakerseg::make_cpu_voice_encoder(voice_model, cpu_options(p));
-  };
-  Reports reports;
+  // The voice encoder runs where the segmentation engine runs (the factory's fallbacks included).
+  auto make_voice = [&]() { return factory->voice(voice_model); };
   if (p.shared_engine) {
     speakerseg::EngineKey key;
     key.model_path = use_remote ? p.remote_model : p.model;
-    key.kind = use_remote ? "remote" : use_cuda ? "cuda" : "cpu";
-    key.device = use_remote ? p.server : use_cuda ? std::to_string(p.device) : "";
-    key.options =
-        (use_remote ? "voice=" + p.remote_voice_model +
-                          ";deadline-ms=" + std::to_string(p.remote_deadline_ms) + ";"
-                    : std::string()) +
-        "outage-wait=" + std::to_string(p.outage_wait) + ";" +
-        "threads=" + std::to_string(p.threads) +
-        ";precision=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_PRECISION, p.precision) +
-        ";lstm-algorithm=" + enum_nick(GST_TYPE_SPEAKER_CHANGE_LSTM_ALGORITHM, p.lstm_algorithm) +
-        ";cuda-graphs=" + (p.cuda_graphs ? "1" : "0") +
-        ";batch-size=" + std::to_string(engine_batch) +
-        (p.reidentify ? ";voice-model=" + p.voice_model : "");
+    key.kind = speakerseg::engine_kind_name(factory->kind());
+    key.options = factory->identity() + ";outage-wait=" + std::to_string(p.outage_wait) +
+                  ";batch-size=" + std::to_string(engine_batch) +
+                  (p.reidentify ? ";voice-model=" + p.voice_model : "");
     try {
       s->scheduler = speakerseg::EnginePool::instance().get(
           key, engine_batch,
           [&] {
-            auto engine = create_engine(self, p, use_cuda, engine_batch, true, reports);
+            auto engine = create_engine(self, p, *factory, engine_batch, reports);
             if (!engine) throw EngineNotCreated();  // `reports` says why
             return engine;
           },
@@ -330,21 +223,23 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
                     s->scheduler->description().c_str(), s->scheduler->batch_size(),
                     key.options.c_str());
   } else {
-    s->engine = create_engine(self, p, use_cuda, engine_batch, false, reports);
-    for (const auto& report : reports) report();
-    if (!s->engine) return false;
-    if (p.reidentify) {
+    s->engine = create_engine(self, p, *factory, engine_batch, reports);
+    if (s->engine && p.reidentify) {
       try {
         s->voice = make_voice();
       } catch (const std::exception& e) {
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                          ("Could not create the voice encoder: %s", e.what()),
-                          ("engine=%s, device=%d",
-                           enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine), p.device));
+        const std::string what = e.what();
+        reports.push_back([self, what, &p] {
+          GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                            ("Could not create the voice encoder: %s", what.c_str()),
+                            ("engine=%s, device=%d",
+                             enum_nick(GST_TYPE_SPEAKER_CHANGE_ENGINE, p.engine), p.device));
+        });
         s->engine.reset();
-        return false;
       }
     }
+    for (const auto& report : reports) report();
+    if (!s->engine) return false;
     GST_INFO_OBJECT(self, "model %s, engine %s", p.model.c_str(), s->engine->description().c_str());
   }
   return true;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "engines/engine_factory.h"
 #include "model/model_location.h"
 
 namespace gstspeakerchange {
@@ -86,9 +87,10 @@ void install_properties(GObjectClass* gobject_class) {
    * is found, else the CPU). An engine this build lacks makes the READY to PAUSED transition fail
    * with an error that says how to get it.
    */
-  static const std::string engine_blurb = std::string("Inference engine (this build: CPU") +
-                                          (kHaveCudaEngine ? ", CUDA" : "") +
-                                          (kHaveRemoteEngine ? ", remote" : "") + ")";
+  static const std::string engine_blurb =
+      std::string("Inference engine (this build: CPU") +
+      (speakerseg::build_has_cuda_engine() ? ", CUDA" : "") +
+      (speakerseg::build_has_remote_engine() ? ", remote" : "") + ")";
   g_object_class_install_property(
       gobject_class, PROP_ENGINE,
       g_param_spec_enum("engine", "Engine", engine_blurb.c_str(), GST_TYPE_SPEAKER_CHANGE_ENGINE,
@@ -193,7 +195,7 @@ void install_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_int("device", "Device",
-                       kHaveCudaEngine
+                       speakerseg::build_has_cuda_engine()
                            ? "GPU index for the CUDA engine"
                            : "GPU index for the CUDA engine (must be 0 in a CPU-only build)",
                        0, 64, 0, kReadyFlags));
@@ -208,7 +210,7 @@ void install_properties(GObjectClass* gobject_class) {
   g_object_class_install_property(
       gobject_class, PROP_SERVER,
       g_param_spec_string("server", "Server",
-                          kHaveRemoteEngine
+                          speakerseg::build_has_remote_engine()
                               ? "HOST:PORT of the inference server's gRPC endpoint (engine=remote)"
                               : "HOST:PORT of the inference server (engine=remote; not in this "
                                 "build)",

@@ -14,23 +14,6 @@
 
 namespace gstspeakerchange {
 
-// This build's engines: core_dep defines SPEAKERSEG_HAVE_CUDA where core/engines/cuda was built.
-#ifdef SPEAKERSEG_HAVE_CUDA
-constexpr bool kHaveCudaEngine = true;
-#else
-constexpr bool kHaveCudaEngine = false;
-#endif
-constexpr const char* kNoCuda =
-    "this build has no CUDA engine: rebuild with -Dcuda=enabled on a machine with the CUDA toolkit";
-#ifdef SPEAKERSEG_HAVE_REMOTE
-constexpr bool kHaveRemoteEngine = true;
-#else
-constexpr bool kHaveRemoteEngine = false;
-#endif
-constexpr const char* kNoRemote =
-    "this build has no remote engine: install libgrpc++-dev and protobuf-compiler-grpc and "
-    "rebuild (meson option remote)";
-
 constexpr speakerseg::StreamSettings kCoreDefaults{};
 constexpr double kDefaultStep = kCoreDefaults.step;
 constexpr double kDefaultLatency = kCoreDefaults.latency;

@@ -1707,7 +1707,7 @@ TEST(SpeakerChangeElement, RemoteEngineProblemsFailTheStartNamingThem) {
   struct Case {
     std::string server, model, says;
   };
-  for (const Case& c : {Case{"", "segmentation-3.0", "needs the server property"},
+  for (const Case& c : {Case{"", "segmentation-3.0", "needs server=HOST:PORT"},
                         Case{"127.0.0.1:1", "segmentation-3.0", "cannot be reached"},
                         Case{oip_server(), "no-such-model", "no ready model 'no-such-model'"},
                         Case{oip_server(), "voice-encoder-ge2e", "has no input 'input'"}}) {
