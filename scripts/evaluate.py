@@ -20,6 +20,10 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
   anchor recall, FA  where people are enrolled (the programmes' anchors and hosts, `reidentify`
                      on): the share of an enrolled person's reference speech announced with their
                      name, and the share of everyone else's speech announced with it
+  ... as announced   the same on the timeline as the changes announced it, before any revision
+                     (what a screen showed at the time): confusion, anchor recall and FA
+  relabelled         the share of reference speech shown under a label that a revision changed
+  revision delay     p50 / p90 of the seconds from a revised change to its revision
 
 Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)); with
 --per-recording each recording gets its own row too, from its own components. Besides the 30 s
@@ -186,13 +190,36 @@ def run_changes(args, wav, latency, reidentify, precision, tmp, voiceprints):
                 cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     # Revisions rename earlier changes; the RTTM has them applied, the delays count changes only.
-    changes = [c for c in (json.loads(line) for line in out.splitlines() if line.strip())
-               if "revises" not in c]
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    changes = [c for c in lines if "revises" not in c]
+    revisions = [c for c in lines if "revises" in c]
     hyp = Annotation(uri=wav.stem)
     for line in rttm.read_text().splitlines():
         f = line.split()
         hyp[Segment(float(f[3]), float(f[3]) + float(f[4]))] = f[7]
-    return hyp, changes, cmd
+    return hyp, changes, revisions, cmd
+
+
+def as_announced(changes, hyp):
+    """The current-speaker timeline as the changes announced it, before any revision: what a
+    screen showed at the time. Each change holds until the next; the last until the end of the
+    revised timeline (the end of the audio)."""
+    end = max([s.end for s in hyp.get_timeline()] + [c["time"] for c in changes], default=0.0)
+    shown = Annotation(uri=hyp.uri)
+    for c, nxt in zip(changes, changes[1:] + [None]):
+        stop = nxt["time"] if nxt else end
+        if c["speaker"] and stop > c["time"]:
+            shown[Segment(c["time"], stop)] = c["speaker"]
+    return shown
+
+
+def relabelled_seconds(announced, hyp):
+    """Seconds the revisions showed under another label than the one announced."""
+    seconds = 0.0
+    for seg, _, label in announced.itertracks(yield_label=True):
+        same = hyp.label_timeline(label).support().crop(seg, mode="intersection").duration()
+        seconds += seg.duration - same
+    return seconds
 
 
 def named_seconds(ref, hyp, name):
@@ -221,6 +248,8 @@ def figures(metrics, parts, extra):
     v = {name: m.compute_metric(parts[name]) if m is not None else float("nan")
          for name, m in metrics.items()}
     der, delays = parts["der"], extra["delays"]
+    shown = parts.get("der announced") or der
+    revision_delays = extra["revision delays"]
     f1 = lambda p, r: 2 * p * r / (p + r) if p + r > 0 else 0.0
     share = lambda a, b: extra[a] / extra[b] if extra["enrolled"] and extra[b] else float("nan")
     return {
@@ -235,6 +264,17 @@ def figures(metrics, parts, extra):
         "anchor recall": share("own named", "own"), "anchor FA": share("others named", "others"),
         # Of the anchor's speech announced as anyone's: what the naming alone loses.
         "anchor named of announced": share("own named", "own announced"),
+        # The timeline as announced, before revisions: what a screen showed at the time.
+        "DER as announced": v["der announced"],
+        "confusion as announced": shown["confusion"] / shown["total"],
+        "anchor recall as announced": share("own named as announced", "own"),
+        "anchor FA as announced": share("others named as announced", "others"),
+        # Of all reference speech: shown under a label that a revision changed later.
+        "relabelled": extra["relabelled"] / extra["speech"] if extra["speech"] else float("nan"),
+        "revisions": len(revision_delays),
+        "revision delay p50": float(np.median(revision_delays)) if revision_delays else float("nan"),
+        "revision delay p90": (float(np.percentile(revision_delays, 90)) if revision_delays
+                               else float("nan")),
     }
 
 
@@ -245,26 +285,38 @@ def new_metrics():
         "p25": SegmentationPrecision(tolerance=0.25), "r25": SegmentationRecall(tolerance=0.25),
         "p50": SegmentationPrecision(tolerance=0.5), "r50": SegmentationRecall(tolerance=0.5),
         "der": DiarizationErrorRate(collar=0.0, skip_overlap=False),
+        "der announced": DiarizationErrorRate(collar=0.0, skip_overlap=False),
     }
 
 
-def score(metrics, ref, hyp, uem, names, delays=()):
+def score(metrics, ref, hyp, uem, names, delays=(), announced=None, revision_delays=()):
     """Accumulates one recording into metrics (those set to None are skipped) and returns its
-    counts for figures(); names: the enrolled people whose naming is counted."""
+    counts for figures(); names: the enrolled people whose naming is counted; announced: the
+    timeline before revisions (None: nothing was revised, it is hyp)."""
+    announced = hyp if announced is None else announced
     for name, m in metrics.items():
         if m is None:
             continue
-        if name in ("der", "purity", "coverage"):
+        if name == "der announced":
+            m(ref, announced, uem=uem)
+        elif name in ("der", "purity", "coverage"):
             m(ref, hyp, uem=uem)
         else:
             m(ref, hyp)
     seconds = uem.duration() if uem is not None else ref.get_timeline().extent().end
     extra = {"seconds": seconds, "delays": list(delays), "labels": len(hyp.labels()),
              "people": len(ref.labels()), "enrolled": len(names), "own": 0.0, "own named": 0.0,
-             "own announced": 0.0, "others": 0.0, "others named": 0.0}
+             "own announced": 0.0, "others": 0.0, "others named": 0.0,
+             "own named as announced": 0.0, "others named as announced": 0.0,
+             "speech": ref.get_timeline().support().duration(),
+             "relabelled": relabelled_seconds(announced, hyp),
+             "revision delays": list(revision_delays)}
     for name in names:
         for k, x in named_seconds(ref, hyp, name).items():
             extra[k] += x
+        at_the_time = named_seconds(ref, announced, name)
+        extra["own named as announced"] += at_the_time["own named"]
+        extra["others named as announced"] += at_the_time["others named"]
     return extra
 
 
@@ -281,9 +333,11 @@ def evaluate(args, set_name, latency, reidentify, precision="fp32"):
     with tempfile.TemporaryDirectory() as tmp:
         for wav, ref, uem, enrolled in recordings(args, set_name, tmp):
             prints = enrol(args, enrolled, wav.stem, tmp) if reidentify == "on" else None
-            hyp, changes, cmd = run_changes(args, wav, latency, reidentify, precision, tmp, prints)
+            hyp, changes, revisions, cmd = run_changes(args, wav, latency, reidentify, precision,
+                                                       tmp, prints)
             names = [name for name, _ in enrolled] if prints else []
-            extras.append(score(metrics, ref, hyp, uem, names, delays_of(changes)))
+            extras.append(score(metrics, ref, hyp, uem, names, delays_of(changes),
+                                as_announced(changes, hyp), [r["delay"] for r in revisions]))
     row = pooled(metrics, extras)
     row.update({"set": set_name, "latency": latency, "reidentify": reidentify})
     row["per recording"] = per_recording(metrics, extras)
@@ -328,7 +382,8 @@ def main():
 
     cols = ["DER", "confusion", "missed", "FA", "purity", "coverage", "F1@0.25", "F1@0.5",
             "delay mean", "delay p95", "labels", "anchor recall", "anchor FA",
-            "anchor named of announced"]
+            "anchor named of announced", "confusion as announced", "anchor recall as announced",
+            "anchor FA as announced", "relabelled", "revision delay p50", "revision delay p90"]
     if not args.json:
         print(f"# command: .venv/bin/python3 scripts/evaluate.py {' '.join(sys.argv[1:])}\n")
         print("| set | latency | voice | precision | " + " | ".join(cols) + " | audio |")
@@ -358,7 +413,7 @@ def cell(row, col):
         return f"{row['labels']} / {row['people']}"
     if np.isnan(row[col]):
         return "—"
-    return f"{row[col]:.2f} s" if col.startswith("delay") else f"{row[col]:.3f}"
+    return f"{row[col]:.2f} s" if "delay" in col else f"{row[col]:.3f}"
 
 
 if __name__ == "__main__":
