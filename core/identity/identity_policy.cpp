@@ -90,6 +90,19 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     // Two known voices match with no clear winner: the turn is one of them, not a new person;
     // its own voice when that is one of them.
     if (voiced && own->score >= top.score - s_.margin) return {Verdict::kKeep, present, own->score};
+    // A turn with no voice of its own yet is not shown under one enrolled person's name while
+    // its evidence is short (under kNewAfter, as for a guarded turn: short stretches score people
+    // unevenly) and scores another enrolled person as well (within the margin): two enrolments
+    // are like evidence, and a wrong name on screen is worse than none. It is shown as not yet
+    // known (a voice without voiceprint, `present` if it has one) until its evidence is longer,
+    // and the decision then revises what was shown. Against an anonymous voice the closer stays
+    // the answer: a voice learned from the stream scores the stream's speech high whoever speaks
+    // (often it is the enrolled person's own twin), and a label is not a name.
+    const Match runner_up = best(candidates, top.id);
+    if (!voiced && top.enrolled && runner_up.enrolled && may_add && seconds < kNewAfter &&
+        top.score < runner_up.score + s_.margin)
+      return present >= 0 ? Decision{Verdict::kKeep, present, 0.f}
+                          : Decision{Verdict::kUnknown, -1, 0.f};
     return {Verdict::kKnown, top.id, top.score};
   }
   if (!may_add) {

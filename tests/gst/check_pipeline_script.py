@@ -71,6 +71,33 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         print(f"silence: {run.stderr.strip()}")
 
+    # The README's enrolled example, as it is written there: Alice and Bob enrolled from one turn
+    # each of sample.wav, then the script with the voiceprints. No change may carry a name that is
+    # somebody else's (sample.rttm: speaker90 was enrolled as Alice, speaker91 as Bob); both names
+    # must be announced.
+    if manifest.get("source") == "shared" and pathlib.Path(recording).name == "sample.wav":
+        prints = pathlib.Path(tmp) / "people.json"
+        for name, start, end in (("Alice", "10.6", "14.4"), ("Bob", "22.0", "27.8")):
+            subprocess.run([speakerseg, "enroll", "--model", model, "--name", name, "--input", recording,
+                            "--start", start, "--end", end, "--voiceprints", str(prints)],
+                           check=True, capture_output=True)
+        run = subprocess.run([sys.executable, str(script), recording, f"model={model}",
+                              f"voiceprints={prints}"], capture_output=True, text=True)
+        named = [json.loads(l) for l in run.stdout.splitlines()] if run.returncode == 0 else []
+        turns = [(l.split()[7], float(l.split()[3]), float(l.split()[3]) + float(l.split()[4]))
+                 for l in pathlib.Path(manifest["rttm"]).read_text().splitlines()]
+        enrolled_as = {"Alice": "speaker90", "Bob": "speaker91"}
+        for c in named:
+            who, at = enrolled_as.get(c["speaker"]), c["time"] + 0.3  # past the boundary's blur
+            if who and not any(t[0] == who and t[1] <= at < t[2] for t in turns):
+                failures.append(f"README example: {c['speaker']} announced at {c['time']} s, but "
+                                f"{who} does not speak then: {named}")
+        if {c["speaker"] for c in named} & set(enrolled_as) != set(enrolled_as):
+            failures.append(f"README example: exit {run.returncode}, not both names: {named} {run.stderr}")
+        print(f"README's enrolled example: {[(c['time'], c['speaker']) for c in named]}")
+    else:
+        print("README's enrolled example: not checked (it needs ../shared's sample.wav)")
+
     # Refused before anything runs, as gst-launch-1.0 refuses them; a video-only file is said to be one.
     video = pathlib.Path(tmp) / "video.webm"
     subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=20", "!",

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -1572,6 +1573,28 @@ TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
     }
   }
   EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(changes);
+  // No name on screen is somebody else's: every change announced as Alice or Bob is followed by
+  // that person's speech in sample.rttm (speaker90 was enrolled as Alice, speaker91 as Bob).
+  // (The README's own enrolment, cut to speech by `speakerseg enroll`, is checked by
+  // check_pipeline_script.py.)
+  const std::string rttm = env("SPEAKERCHANGE_SAMPLE_WAV");
+  const auto turns = speakerseg::test::read_rttm(rttm.substr(0, rttm.rfind('.')) + ".rttm");
+  ASSERT_FALSE(turns.empty());
+  const std::map<std::string, std::string> enrolled_as = {{"Alice", "speaker90"},
+                                                          {"Bob", "speaker91"}};
+  int named = 0;
+  for (const auto& c : changes) {
+    const auto person = enrolled_as.find(c.speaker);
+    if (person == enrolled_as.end()) continue;
+    ++named;
+    const double at = secs(c.timestamp) + 0.3;  // past the boundary's own uncertainty
+    bool speaks = false;
+    for (const auto& t : turns)
+      speaks = speaks || (t.speaker == person->second && t.start <= at && at < t.end);
+    EXPECT_TRUE(speaks) << c.speaker << " announced at " << secs(c.timestamp) << " s, but "
+                        << person->second << " does not speak then" << describe(changes);
+  }
+  EXPECT_GE(named, 4) << describe(changes);
 }
 
 // ---------------------------------------------------------------------------------------------
