@@ -12,6 +12,7 @@
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/cuda_module.h"
 #include "engines/cuda/cuda_voice_encoder.h"
+#include "engines/cuda/plan_policy.h"
 
 namespace speakerseg {
 namespace {
@@ -107,6 +108,9 @@ std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const Segme
 
 std::unique_ptr<VoiceEncoder> make_cuda_voice_encoder(std::shared_ptr<const VoiceModel> model,
                                                       const CudaVoiceEncoderOptions& options) {
+  // Before the driver is looked for: an algorithm this encoder can never run is the caller's to
+  // fix on any machine, with or without a GPU.
+  cuda::check_voice_lstm_algorithm(options.lstm_algorithm);
   std::string why;
   if (!driver_present(&why)) throw EngineError("no CUDA device found: " + why);
   const Loaded& m = load(cuda_module_path());
