@@ -17,7 +17,7 @@ namespace speakerseg {
 
 struct CudaVoiceEncoderOptions {
   int device = 0;
-  // auto: persist-dynamic for one partial, standard above, persist-dynamic falling back to
+  // auto: persist-dynamic up to 2 partials, standard above, persist-dynamic falling back to
   // standard with a warning where it cannot run (as in the segmentation engine).
   // persist-static-small-h is refused when the encoder is made, before any CUDA call: cuDNN does
   // not run it for this 256-wide LSTM (cuda::check_voice_lstm_algorithm).

@@ -29,8 +29,13 @@ std::string out_of_memory_message(const std::string& what, size_t asked, size_t 
 
 LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch) {
   if (requested != LstmAlgorithm::kAuto) return requested;
-  if (batch == 1) return LstmAlgorithm::kPersistDynamic;
-  if (batch <= 64) return LstmAlgorithm::kPersistStaticSmallH;
+  // The fastest per class in the first GPU run's table (an H200, graphs on): persist-dynamic at 1
+  // and 2, persist-static-small-h at 4 to 128, standard at 512. 256 was not measured; it gets
+  // standard, the choice of the nearest measured class above it: standard runs at every size
+  // without a probe or an NVRTC build, so a wrong guess there costs speed, never a fallback. The
+  // GPU check's long table has a 256 row to settle it.
+  if (batch <= 2) return LstmAlgorithm::kPersistDynamic;
+  if (batch <= 128) return LstmAlgorithm::kPersistStaticSmallH;
   return LstmAlgorithm::kStandard;
 }
 

@@ -48,9 +48,10 @@ class RnnUnavailable : public EngineError {
 std::string out_of_memory_message(const std::string& what, size_t asked, size_t free_bytes,
                                   size_t total_bytes, const std::string& device);
 
-// The algorithm a plan of `batch` sequences is given: the requested one, or under `auto` the seed
-// port's choice (persist-dynamic for 1, persist-static-small-h up to 64, standard above), which
-// the GPU check's "fastest LSTM algorithm per batch" table is there to revise.
+// The algorithm a segmentation plan of `batch` windows is given: the requested one, or under
+// `auto` the fastest in the GPU check's "fastest LSTM algorithm per batch" table (an H200, graphs
+// on): persist-dynamic up to 2, persist-static-small-h up to 128, standard above (256 unmeasured:
+// plan_policy.cpp says why standard).
 LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch);
 
 // The voice encoder's LSTM is 256 wide, and cuDNN refused persist-static-small-h for it on the

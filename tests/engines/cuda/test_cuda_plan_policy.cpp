@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engines/cuda/cuda_voice_encoder.h"
@@ -134,6 +135,24 @@ TEST(CudaPlanPolicy, AnExplicitAlgorithmIsNeitherProbedNorReplaced) {
   // Standard chosen by auto has nothing to fall back to.
   o = set_up(kAuto, kStandard, {{"setup", kStandard, Fail::kUnavailable}});
   EXPECT_EQ(o.error, "unavailable: setup refused");
+}
+
+// auto's thresholds, from the first GPU run's table (an H200, graphs on): the fastest algorithm per
+// measured class (1, 2, 4 ... 128, 512); 256 was not measured and gets standard, as 512. Classes
+// that are not powers of two (max_batch itself) follow the same bounds.
+TEST(CudaPlanPolicy, AutoTakesTheMeasuredFastestPerClass) {
+  const std::vector<std::pair<int, LstmAlgorithm>> want = {
+      {1, kDynamic},    {2, kDynamic},    {3, kStatic},     {4, kStatic},     {8, kStatic},
+      {16, kStatic},    {32, kStatic},    {64, kStatic},    {100, kStatic},   {128, kStatic},
+      {129, kStandard}, {256, kStandard}, {300, kStandard}, {512, kStandard}, {1024, kStandard}};
+  for (const auto& [batch, algorithm] : want) {
+    EXPECT_EQ(cuda::wanted_lstm_algorithm(kAuto, batch), algorithm)
+        << "batch " << batch << ": "
+        << lstm_algorithm_name(cuda::wanted_lstm_algorithm(kAuto, batch)) << ", not "
+        << lstm_algorithm_name(algorithm);
+    for (LstmAlgorithm explicit_choice : {kStandard, kStatic, kDynamic})
+      EXPECT_EQ(cuda::wanted_lstm_algorithm(explicit_choice, batch), explicit_choice);
+  }
 }
 
 // cuDNN refused persist-static-small-h for the voice encoder's 256-wide LSTM on the first GPU run:
