@@ -95,9 +95,12 @@ end_phase() {
   pack_logs
 }
 count() { grep -c "$1" "$2"; }  # count PATTERN LOG
+# Only a test's own result line ends in its time: gtest lists each failed test again at the end,
+# and for a parameterised one that line has "(...)" too (its GetParam()), which counted it twice.
 gtest_counts() {                 # gtest_counts LOG: "N passed, N failed, N skipped"
-  echo "$(count '^\[       OK \]' "$1") passed, $(count '^\[  FAILED  \] .*(' "$1") failed," \
-    "$(count '^\[  SKIPPED \] .*(' "$1") skipped"
+  echo "$(count '^\[       OK \] .* ([0-9]* ms)$' "$1") passed," \
+    "$(count '^\[  FAILED  \] .* ([0-9]* ms)$' "$1") failed," \
+    "$(count '^\[  SKIPPED \] .* ([0-9]* ms)$' "$1") skipped"
 }
 
 # --- 1. The machine --------------------------------------------------------------------------
@@ -318,7 +321,7 @@ mtest() {
   timeout -k 10 "$seconds" "${MESON[@]}" test -C "$BUILD" --no-rebuild --verbose "$@" >"$log" 2>&1
 }
 filter=()
-[ -n "$NO_NVRTC_FILTER" ] && filter=(--test-args=--gtest_filter=-$NO_NVRTC_FILTER)
+[ -n "$NO_NVRTC_FILTER" ] && filter=("--test-args=--gtest_filter=-$NO_NVRTC_FILTER")
 test_rc=0
 # engine_tests LOG [LABEL]: test_cuda_engine, and what it found (variables set before the call,
 # CUBLAS_WORKSPACE_CONFIG=... engine_tests LOG, reach the tests).
@@ -434,7 +437,10 @@ bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs start-up_s" 
     "$(sed -n 's/.*batch classes ready in \([0-9.]*\) s.*/\1/p' <<<"$out")"
   grep '^speakerseg: warning' "$LOGS/bench.err" | sed 's/^/    /' >&2
 }
-declare -A cpu_wps best best_ms
+# Assigned, not only declared: under set -u, ${#best[@]} of a declared but never assigned array is
+# an unbound variable, which stopped the summary at the end of any run whose table rows all
+# failed or did not run.
+declare -A cpu_wps=() best=() best_ms=()
 ROW_FORMAT='%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n'
 table_header() {
   echo "(10 s windows of sample.wav, FP32; median and p99 per forward pass)"
