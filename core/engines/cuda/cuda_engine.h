@@ -18,9 +18,9 @@ enum class LstmAlgorithm {
   kStandard,             // CUDNN_RNN_ALGO_STANDARD
   kPersistStaticSmallH,  // CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H
   kPersistDynamic,       // CUDNN_RNN_ALGO_PERSIST_DYNAMIC: compiled with NVRTC per batch size
-  kAuto,  // per batch class: dynamic for 1, static-small-h up to 64, standard above; falls back
-          // to standard, with a warning, where the chosen one cannot be set up or run (never for
-          // lack of memory, which is an error)
+  kAuto,  // per batch class, from the measured table: dynamic up to 2, static-small-h up to 128,
+          // standard above; falls back to standard, with a warning, where the chosen one cannot be
+          // set up or run (never for lack of memory, which is an error)
 };
 
 // "standard", "persist-static-small-h", "persist-dynamic", "auto": the names the tools and the

@@ -12,6 +12,7 @@
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/cuda_module.h"
 #include "engines/cuda/cuda_voice_encoder.h"
+#include "engines/cuda/plan_policy.h"
 
 namespace speakerseg {
 namespace {
@@ -27,8 +28,10 @@ bool exists(const std::string& path) {
 }
 
 // The module at `path`, opened once per path for the life of the process (it is never closed:
-// cuDNN and the CUDA runtime keep threads and state that outlive any one engine).
-const Loaded& load(const std::string& path) {
+// cuDNN and the CUDA runtime keep threads and state that outlive any one engine). A copy (a pointer
+// and a string), not a reference into the map: the callers pass a temporary path, and GCC 13's
+// -Wdangling-reference cannot tell a reference into the static map from one to that temporary.
+Loaded load(const std::string& path) {
   static std::mutex mutex;
   static std::map<std::string, Loaded> modules;
   std::lock_guard<std::mutex> lock(mutex);
@@ -81,7 +84,7 @@ std::string cuda_module_path() {
 
 int cuda_device_count(std::string* why) {
   if (!driver_present(why)) return 0;
-  const Loaded& m = load(cuda_module_path());
+  const Loaded m = load(cuda_module_path());
   if (!m.api) {
     if (why) *why = m.error;
     return 0;
@@ -91,7 +94,7 @@ int cuda_device_count(std::string* why) {
 
 std::string cuda_environment() {
   const std::string path = cuda_module_path();
-  const Loaded& m = load(path);
+  const Loaded m = load(path);
   if (!m.api) return "CUDA engine module: " + m.error + "\n";
   return "CUDA engine module: " + path + "\n" + m.api->environment();
 }
@@ -100,16 +103,19 @@ std::unique_ptr<SegmentationEngine> make_cuda_engine(std::shared_ptr<const Segme
                                                      const CudaEngineOptions& options) {
   std::string why;
   if (!driver_present(&why)) throw EngineError("no CUDA device found: " + why);
-  const Loaded& m = load(cuda_module_path());
+  const Loaded m = load(cuda_module_path());
   if (!m.api) throw EngineError(m.error + kHowToFix);
   return m.api->make_engine(std::move(model), options);
 }
 
 std::unique_ptr<VoiceEncoder> make_cuda_voice_encoder(std::shared_ptr<const VoiceModel> model,
                                                       const CudaVoiceEncoderOptions& options) {
+  // Before the driver is looked for: an algorithm this encoder can never run is the caller's to
+  // fix on any machine, with or without a GPU.
+  cuda::check_voice_lstm_algorithm(options.lstm_algorithm);
   std::string why;
   if (!driver_present(&why)) throw EngineError("no CUDA device found: " + why);
-  const Loaded& m = load(cuda_module_path());
+  const Loaded m = load(cuda_module_path());
   if (!m.api) throw EngineError(m.error + kHowToFix);
   return m.api->make_voice_encoder(std::move(model), options);
 }

@@ -183,8 +183,8 @@ class CudaVoiceEncoder final : public VoiceEncoder {
                    "uploading the sequence lengths");
       Steps steps(*this, p);
       cuda::set_up_rnn(options_.lstm_algorithm,
-                       cuda::wanted_lstm_algorithm(options_.lstm_algorithm, batch), batch, steps,
-                       options_.warn);
+                       cuda::wanted_voice_lstm_algorithm(options_.lstm_algorithm, batch), batch,
+                       steps, options_.warn);
     } catch (...) {
       destroy_plan(p);
       throw;

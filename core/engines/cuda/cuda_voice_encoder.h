@@ -17,8 +17,10 @@ namespace speakerseg {
 
 struct CudaVoiceEncoderOptions {
   int device = 0;
-  // auto: persist-dynamic for one partial, persist-static-small-h up to 64, standard above, each
-  // falling back to standard with a warning where it cannot run (as the segmentation engine).
+  // auto: persist-dynamic up to 2 partials, standard above, persist-dynamic falling back to
+  // standard with a warning where it cannot run (as in the segmentation engine).
+  // persist-static-small-h is refused when the encoder is made, before any CUDA call: cuDNN does
+  // not run it for this 256-wide LSTM (cuda::check_voice_lstm_algorithm).
   LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
   bool cuda_graphs = true;
   bool tf32 = false;
@@ -30,9 +32,16 @@ struct CudaVoiceEncoderOptions {
   std::function<void(const std::string&)> warn;  // null: stderr
 };
 
-// Throws EngineError with a clear message where the module, its libraries or a device are missing
-// (as make_cuda_engine), or the GPU cannot hold the encoder.
+// Throws EngineError with a clear message where lstm_algorithm is one the encoder cannot run
+// (first, even without a GPU), the module, its libraries or a device are missing (as
+// make_cuda_engine), or the GPU cannot hold the encoder.
 std::unique_ptr<VoiceEncoder> make_cuda_voice_encoder(std::shared_ptr<const VoiceModel> model,
                                                       const CudaVoiceEncoderOptions& options = {});
+
+// For a caller whose one lstm-algorithm setting is the segmentation engine's and is passed on to
+// the voice encoder too (the element's lstm-algorithm, speakerseg --lstm-algorithm): the voice
+// encoder's algorithm. persist-static-small-h, which the voice encoder refuses, becomes auto, and
+// *note (when given) says so for the caller's log; any other setting is the same, *note empty.
+LstmAlgorithm voice_lstm_algorithm(LstmAlgorithm segmentation, std::string* note = nullptr);
 
 }  // namespace speakerseg

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "engines/cuda/cuda_voice_encoder.h"
 #include "model/model_spec.h"
+#include "model/voice_model.h"
 
 namespace speakerseg::cuda {
 
@@ -27,9 +29,39 @@ std::string out_of_memory_message(const std::string& what, size_t asked, size_t 
 
 LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch) {
   if (requested != LstmAlgorithm::kAuto) return requested;
-  if (batch == 1) return LstmAlgorithm::kPersistDynamic;
-  if (batch <= 64) return LstmAlgorithm::kPersistStaticSmallH;
+  // The fastest per class in the first GPU run's table (an H200, graphs on): persist-dynamic at 1
+  // and 2, persist-static-small-h at 4 to 128, standard at 512. 256 was not measured; it gets
+  // standard, the choice of the nearest measured class above it: standard runs at every size
+  // without a probe or an NVRTC build, so a wrong guess there costs speed, never a fallback. The
+  // GPU check's long table has a 256 row to settle it.
+  if (batch <= 2) return LstmAlgorithm::kPersistDynamic;
+  if (batch <= 128) return LstmAlgorithm::kPersistStaticSmallH;
   return LstmAlgorithm::kStandard;
+}
+
+// What cuDNN was seen to do for these two widths: a model of another width asks the question anew.
+static_assert(kLstmHidden == 128 && kVoiceHidden == 256,
+              "check_voice_lstm_algorithm and wanted_voice_lstm_algorithm are decided for hidden "
+              "sizes 128 (segmentation) and 256 (voice encoder)");
+
+void check_voice_lstm_algorithm(LstmAlgorithm requested) {
+  if (requested != LstmAlgorithm::kPersistStaticSmallH) return;
+  throw EngineError("the voice encoder's " + std::to_string(kVoiceHidden) +
+                    "-wide LSTM cannot run lstm-algorithm persist-static-small-h (cuDNN's "
+                    "persistent kernel for small hidden sizes refused it on an H200: "
+                    "cudnnGetRNNTempSpaceSizes: CUDNN_STATUS_NOT_SUPPORTED; the segmentation "
+                    "LSTM's " +
+                    std::to_string(kLstmHidden) +
+                    " runs it): use lstm-algorithm auto, standard or persist-dynamic for the "
+                    "voice encoder");
+}
+
+LstmAlgorithm wanted_voice_lstm_algorithm(LstmAlgorithm requested, int batch) {
+  check_voice_lstm_algorithm(requested);
+  const LstmAlgorithm wanted = wanted_lstm_algorithm(requested, batch);
+  // Where the segmentation engine would take persist-static-small-h, standard is the algorithm
+  // that runs: the voice encoder's own speeds were not measured per algorithm.
+  return wanted == LstmAlgorithm::kPersistStaticSmallH ? LstmAlgorithm::kStandard : wanted;
 }
 
 LstmAlgorithm set_up_rnn(LstmAlgorithm requested, LstmAlgorithm wanted, int batch,
@@ -110,3 +142,18 @@ void check_cudnn_window(int samples) {
 }
 
 }  // namespace speakerseg::cuda
+
+namespace speakerseg {
+
+LstmAlgorithm voice_lstm_algorithm(LstmAlgorithm segmentation, std::string* note) {
+  if (note) note->clear();
+  if (segmentation != LstmAlgorithm::kPersistStaticSmallH) return segmentation;
+  if (note)
+    *note =
+        "lstm-algorithm persist-static-small-h is for the segmentation LSTM; the voice "
+        "encoder's " +
+        std::to_string(kVoiceHidden) + "-wide LSTM cannot run it and uses auto";
+  return LstmAlgorithm::kAuto;
+}
+
+}  // namespace speakerseg

@@ -48,10 +48,21 @@ class RnnUnavailable : public EngineError {
 std::string out_of_memory_message(const std::string& what, size_t asked, size_t free_bytes,
                                   size_t total_bytes, const std::string& device);
 
-// The algorithm a plan of `batch` sequences is given: the requested one, or under `auto` the seed
-// port's choice (persist-dynamic for 1, persist-static-small-h up to 64, standard above), which
-// the GPU check's "fastest LSTM algorithm per batch" table is there to revise.
+// The algorithm a segmentation plan of `batch` windows is given: the requested one, or under
+// `auto` the fastest in the GPU check's "fastest LSTM algorithm per batch" table (an H200, graphs
+// on): persist-dynamic up to 2, persist-static-small-h up to 128, standard above (256 unmeasured:
+// plan_policy.cpp says why standard).
 LstmAlgorithm wanted_lstm_algorithm(LstmAlgorithm requested, int batch);
+
+// The voice encoder's LSTM is 256 wide, and cuDNN refused persist-static-small-h for it on the
+// first GPU run (an H200: cudnnGetRNNTempSpaceSizes: CUDNN_STATUS_NOT_SUPPORTED) while it ran the
+// segmentation LSTM's 128. Decided here, before any CUDA call, so that it is tested on every
+// machine: an explicit request is refused, and `auto` never picks it.
+// Throws EngineError, saying what to use instead, for an algorithm the voice encoder cannot run.
+void check_voice_lstm_algorithm(LstmAlgorithm requested);
+// The algorithm a voice encoder plan of `batch` partials is given: the requested one, or under
+// `auto` the segmentation engine's choice with persist-static-small-h replaced by standard.
+LstmAlgorithm wanted_voice_lstm_algorithm(LstmAlgorithm requested, int batch);
 
 // The steps of giving a plan its RNN, as the engine carries them out.
 class RnnSetupSteps {

@@ -1,11 +1,14 @@
 // The CUDA engine's decisions that need no GPU (core/engines/cuda/plan_policy.h), on every machine:
 // out of memory is never taken for an unavailable RNN algorithm, a graph that fails to launch is
-// retired, batches map onto their classes, and windows too long for cuDNN are refused.
+// retired, batches map onto their classes, windows too long for cuDNN are refused, and the voice
+// encoder is never given persist-static-small-h.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engines/cuda/cuda_voice_encoder.h"
 #include "engines/cuda/plan_policy.h"
 #include "model/model_spec.h"
 
@@ -132,6 +135,77 @@ TEST(CudaPlanPolicy, AnExplicitAlgorithmIsNeitherProbedNorReplaced) {
   // Standard chosen by auto has nothing to fall back to.
   o = set_up(kAuto, kStandard, {{"setup", kStandard, Fail::kUnavailable}});
   EXPECT_EQ(o.error, "unavailable: setup refused");
+}
+
+// auto's thresholds, from the first GPU run's table (an H200, graphs on): the fastest algorithm per
+// measured class (1, 2, 4 ... 128, 512); 256 was not measured and gets standard, as 512. Classes
+// that are not powers of two (max_batch itself) follow the same bounds.
+TEST(CudaPlanPolicy, AutoTakesTheMeasuredFastestPerClass) {
+  const std::vector<std::pair<int, LstmAlgorithm>> want = {
+      {1, kDynamic},    {2, kDynamic},    {3, kStatic},     {4, kStatic},     {8, kStatic},
+      {16, kStatic},    {32, kStatic},    {64, kStatic},    {100, kStatic},   {128, kStatic},
+      {129, kStandard}, {256, kStandard}, {300, kStandard}, {512, kStandard}, {1024, kStandard}};
+  for (const auto& [batch, algorithm] : want) {
+    EXPECT_EQ(cuda::wanted_lstm_algorithm(kAuto, batch), algorithm)
+        << "batch " << batch << ": "
+        << lstm_algorithm_name(cuda::wanted_lstm_algorithm(kAuto, batch)) << ", not "
+        << lstm_algorithm_name(algorithm);
+    for (LstmAlgorithm explicit_choice : {kStandard, kStatic, kDynamic})
+      EXPECT_EQ(cuda::wanted_lstm_algorithm(explicit_choice, batch), explicit_choice);
+  }
+}
+
+// cuDNN refused persist-static-small-h for the voice encoder's 256-wide LSTM on the first GPU run:
+// asked for, it is refused before any CUDA call; under auto, no batch class gets it.
+TEST(CudaPlanPolicy, TheVoiceEncoderNeverRunsPersistStaticSmallH) {
+  bool replaced = false;
+  for (int max_batch : {1, 2, 12, 32, 48, 512, 1024})
+    for (int c : cuda::batch_classes(max_batch)) {
+      SCOPED_TRACE("class " + std::to_string(c));
+      const LstmAlgorithm segmentation = cuda::wanted_lstm_algorithm(kAuto, c);
+      const LstmAlgorithm voice = cuda::wanted_voice_lstm_algorithm(kAuto, c);
+      EXPECT_NE(voice, kStatic);
+      EXPECT_EQ(voice, segmentation == kStatic ? kStandard : segmentation);
+      replaced |= segmentation == kStatic;
+      for (LstmAlgorithm a : {kStandard, kDynamic})
+        EXPECT_EQ(cuda::wanted_voice_lstm_algorithm(a, c), a);
+    }
+  EXPECT_TRUE(replaced) << "no class where the segmentation engine takes persist-static-small-h";
+  EXPECT_EQ(cuda::wanted_voice_lstm_algorithm(kAuto, 1), kDynamic);
+
+  for (LstmAlgorithm a : {kStandard, kDynamic, kAuto})
+    EXPECT_NO_THROW(cuda::check_voice_lstm_algorithm(a)) << lstm_algorithm_name(a);
+  EXPECT_THROW(cuda::wanted_voice_lstm_algorithm(kStatic, 4), EngineError);
+  try {
+    cuda::check_voice_lstm_algorithm(kStatic);
+    FAIL() << "persist-static-small-h was accepted for the voice encoder";
+  } catch (const EngineError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("the voice encoder's 256-wide LSTM cannot run lstm-algorithm "
+                      "persist-static-small-h (",
+                      0),
+              0u)
+        << m;
+    EXPECT_NE(m.find("CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << m;
+    EXPECT_NE(m.find("use lstm-algorithm auto, standard or persist-dynamic"), std::string::npos)
+        << m;
+  }
+}
+
+// One setting for both networks (the element's lstm-algorithm, speakerseg --lstm-algorithm) is the
+// segmentation engine's: persist-static-small-h leaves the voice encoder on auto, and says so.
+TEST(CudaPlanPolicy, ASharedSettingGivesTheVoiceEncoderWhatItRuns) {
+  std::string note = "stale";
+  EXPECT_EQ(voice_lstm_algorithm(kStatic, &note), kAuto);
+  EXPECT_NE(note.find("persist-static-small-h is for the segmentation LSTM"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("256-wide LSTM cannot run it and uses auto"), std::string::npos) << note;
+  EXPECT_NO_THROW(cuda::check_voice_lstm_algorithm(voice_lstm_algorithm(kStatic)));
+  for (LstmAlgorithm a : {kStandard, kDynamic, kAuto}) {
+    note = "stale";
+    EXPECT_EQ(voice_lstm_algorithm(a, &note), a) << lstm_algorithm_name(a);
+    EXPECT_TRUE(note.empty()) << note;
+  }
 }
 
 TEST(CudaPlanPolicy, CudnnAllocationStatusesAreOutOfMemory) {
