@@ -1635,6 +1635,36 @@ TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers
   EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
 }
 
+// A server that declares no tensors (a KServe custom predictor's default): the element starts,
+// finds what the CPU engine finds, and names the enrolled speakers through its voice model.
+TEST(SpeakerChangeElement, RemoteServerWithoutTensorMetadataServesBothNetworks) {
+  REQUIRE_SAMPLE();
+  speakerseg::test::OipServer bare({"--no-metadata"});
+  ASSERT_TRUE(bare.started()) << bare.why();
+  const std::string path = alice_and_bob_voiceprints();
+  ElementRun run([&](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+    g_object_set(e, "server", bare.address().c_str(), "reidentify", TRUE, "voiceprints",
+                 path.c_str(), nullptr);
+  });
+  run.push(sample, 0, sample.size(), 0);
+  run.eos();
+  EXPECT_TRUE(run.errors().empty());
+  std::set<std::string> late;
+  for (const auto& c : run.events())
+    if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
+  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
+  // The changes are the CPU engine's (identity renames speakers, not times).
+  ElementRun plain([&](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+    g_object_set(e, "server", bare.address().c_str(), nullptr);
+  });
+  plain.push(sample, 0, sample.size(), 0);
+  plain.eos();
+  EXPECT_TRUE(plain.errors().empty());
+  expect_same_changes(plain.events(), reference(sample), 0, 2 * kFrame);
+}
+
 // The server lost mid-stream costs stream time, not the stream: the audio passes, a warning says
 // why, the windows that waited longer than the outage bound go unanalysed and the element says
 // how much stream time that was; with the server back (same port) analysis resumes by itself.
