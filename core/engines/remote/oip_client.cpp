@@ -166,11 +166,11 @@ std::vector<int64_t> OipClient::check_model(const std::string& model, const Tens
 }
 
 std::string OipClient::right_model(const std::string& model) const {
-  return "is '" + model +
+  return "Is '" + model +
          "' the right model (remote-model, remote-voice-model; the defaults are "
          "segmentation-3.0 and voice-encoder-ge2e)?" +
          (undeclared_ ? " The server declares no tensors for it, so this could not be checked "
-                        "before the first request"
+                        "before the first request."
                       : "");
 }
 
@@ -204,7 +204,9 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
       throw EngineError("ModelInfer of model '" + model + "' on " + server_ +
                         " failed: the server refused the request (" + status.error_message() +
                         "): it was FP32 '" + input_name + "' " + shape_text(input_shape) +
-                        " asking for '" + output_name + "'; " + right_model(model));
+                        " asking for '" + output_name + "'. " + right_model(model) +
+                        " A batch over the server's max batch size is refused the same way: "
+                        "lower batch-size.");
     const std::string why = failure("ModelInfer", model, server_, status, deadline_, connected());
     // A server that is gone, overloaded or slow may answer again: not the stream's end.
     switch (status.error_code()) {
@@ -227,7 +229,7 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
     if (tensor.datatype() != "FP32" || shape != output_shape)
       throw EngineError("model '" + model + "' on " + server_ + " answered " + tensor.datatype() +
                         " " + shape_text(shape) + " for '" + output_name + "', expected FP32 " +
-                        shape_text(output_shape) + "; " + right_model(model));
+                        shape_text(output_shape) + ". " + right_model(model));
     // Servers answer a raw request with raw bytes (Triton, KServe) or typed contents.
     if (i < response.raw_output_contents_size()) {
       const std::string& raw = response.raw_output_contents(i);
@@ -248,7 +250,7 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
     return;
   }
   throw EngineError("model '" + model + "' on " + server_ + " answered without an output '" +
-                    output_name + "'; " + right_model(model));
+                    output_name + "'. " + right_model(model));
 }
 
 }  // namespace speakerseg::remote

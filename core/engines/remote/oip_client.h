@@ -57,7 +57,7 @@ class OipClient {
   struct Stub;
   // Whether the channel has a connection to the server now.
   bool connected() const;
-  // "is 'm' the right model ...?", the end of an error that a wrong model would explain.
+  // "Is 'm' the right model ...?", the end of an error that a wrong model would explain.
   std::string right_model(const std::string& model) const;
 
   std::string server_;

@@ -231,6 +231,31 @@ TEST(RemoteEngine, AWrongModelBehindAServerWithoutMetadataFailsOnTheFirstCall) {
   EXPECT_NE(why.find("the right model"), std::string::npos) << why;
 }
 
+// A request the server refuses (INVALID_ARGUMENT: here a batch over its max batch size) ends the
+// stream with the server's reason, it is not waited out as an outage.
+TEST(RemoteEngine, ABatchTheServerRefusesIsAnErrorNotAnOutage) {
+  test::OipServer small({"--max-batch", "2"});
+  ASSERT_TRUE(small.started()) << small.why();
+  auto engine = make_remote_engine(reaching(small));
+  const NpyArray input = read_npy(test::reference_dir() + "/batch32.input.npy");
+  const int samples = static_cast<int>(input.shape[1]);
+  std::vector<float> out(4 * frames_for_samples(samples) * kClasses);
+  engine->forward(input.data.data(), 2, samples, out.data());  // within its max batch size
+  std::string why;
+  try {
+    engine->forward(input.data.data(), 4, samples, out.data());
+  } catch (const EngineUnavailable& e) {
+    ADD_FAILURE() << "taken for an outage, which would be retried: " << e.what();
+  } catch (const EngineError& e) {
+    why = e.what();
+  }
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find(small.address()), std::string::npos) << why;
+  EXPECT_NE(why.find("batch 4 over the max batch size 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("lower batch-size"), std::string::npos) << why;
+  EXPECT_EQ(why.find("declares no tensors"), std::string::npos) << why;
+}
+
 TEST(RemoteEngine, AnUnreachableServerIsRefusedWithTheReason) {
   RemoteEngineOptions o;
   o.server = "127.0.0.1:1";  // nothing listens on port 1
