@@ -240,6 +240,13 @@ class ElementRun {
   // Pushes audio[from, to) in 20 ms buffers, the first one at `pts`.
   void push(const std::vector<float>& audio, size_t from, size_t to, GstClockTime pts,
             bool discont = false) {
+    const GstFlowReturn flow = try_push(audio, from, to, pts, discont);
+    ASSERT_EQ(flow, GST_FLOW_OK) << gst_flow_get_name(flow);
+  }
+
+  // As push(), but stops at the first buffer the element refuses and returns what it said.
+  GstFlowReturn try_push(const std::vector<float>& audio, size_t from, size_t to, GstClockTime pts,
+                         bool discont = false) {
     for (size_t i = from; i < to; i += kBufferSamples) {
       const size_t n = std::min(kBufferSamples, to - i);
       const size_t bytes = n * (s16_ ? sizeof(int16_t) : sizeof(float));
@@ -260,8 +267,10 @@ class ElementRun {
       GST_BUFFER_DURATION(buf) = gst_util_uint64_scale_int(n, GST_SECOND, kRate);
       if (discont && i == from) GST_BUFFER_FLAG_SET(buf, GST_BUFFER_FLAG_DISCONT);
       input_pts_.push_back(GST_BUFFER_PTS(buf));
-      ASSERT_EQ(gst_harness_push(h_, buf), GST_FLOW_OK) << "at sample " << i;
+      const GstFlowReturn flow = gst_harness_push(h_, buf);
+      if (flow != GST_FLOW_OK) return flow;
     }
+    return GST_FLOW_OK;
   }
 
   void push_silence(size_t n, GstClockTime pts) { push(std::vector<float>(n, 0.f), 0, n, pts); }
@@ -1663,6 +1672,24 @@ TEST(SpeakerChangeElement, RemoteServerWithoutTensorMetadataServesBothNetworks) 
   plain.eos();
   EXPECT_TRUE(plain.errors().empty());
   expect_same_changes(plain.events(), reference(sample), 0, 2 * kFrame);
+
+  // The wrong model starts (nothing to check it against) and fails the stream on its first
+  // request, saying so: an error, not an outage waited out.
+  ElementRun wrong([&](GstElement* e) {
+    gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
+    g_object_set(e, "server", bare.address().c_str(), "remote-model", "voice-encoder-ge2e",
+                 nullptr);
+  });
+  if (wrong.try_push(sample, 0, sample.size(), 0) == GST_FLOW_OK) wrong.eos();
+  const auto errors = wrong.errors();
+  ASSERT_EQ(errors.size(), 1u);
+  std::printf("[ refused  ] %s\n", errors[0].c_str());
+  for (const std::string& says :
+       {bare.address(), std::string("'voice-encoder-ge2e'"),
+        std::string("the server refused the request"),
+        std::string("Is 'voice-encoder-ge2e' the right model"), std::string("declares no tensors")})
+    EXPECT_NE(errors[0].find(says), std::string::npos) << "lacks \"" << says << "\": " << errors[0];
+  EXPECT_TRUE(wrong.warnings().empty()) << wrong.warnings()[0];
 }
 
 // The server lost mid-stream costs stream time, not the stream: the audio passes, a warning says
