@@ -11,7 +11,9 @@ voice found later that a change was somebody else) {"revises": s, "speaker": ...
 the current-speaker timeline, revisions applied, as RTTM. --live plays the file in
 real time (fakesink sync=true, latency mode), as a live source would deliver it. Any further
 NAME=VALUE arguments are set as properties of speakerchange (e.g. min-speech=0.5 threads=2).
-Progress goes to stderr. Uses the plugin in build/ when it is not installed.
+Progress goes to stderr, and so do the element's warnings and the stretches it could not analyse
+(engine=remote with the server away: speaker-change-unanalysed), one line each. Uses the plugin in
+build/ when it is not installed.
 """
 import argparse
 import json
@@ -124,12 +126,16 @@ def main():
     src.connect("pad-added", on_pad_added)
     src.connect("no-more-pads", on_no_more_pads)
 
+    def note(text):
+        """One line on stderr; on a terminal, over the progress line (redrawn on its next tick)."""
+        print(("\r\033[K" if sys.stderr.isatty() else "") + text, file=sys.stderr, flush=True)
+
     reidentify = sc.get_property("reidentify")
-    changes, error, ended = [], None, False
+    changes, error, ended, unanalysed = [], None, False, 0.0
     loop = GLib.MainLoop()
 
     def on_message(bus, msg):
-        nonlocal error, ended
+        nonlocal error, ended, unanalysed
         name = msg.get_structure().get_name() if msg.type == Gst.MessageType.ELEMENT else None
         if name == "speaker-change-revision":
             s = msg.get_structure()
@@ -161,6 +167,20 @@ def main():
                 change["voice"] = round(s.get_double("voice-score")[1], 3)
             changes.append(change)
             print(json.dumps(change), flush=True)
+        elif name == "speaker-change-unanalysed":
+            s = msg.get_structure()
+            unanalysed = s.get_double("unanalysed-seconds")[1]
+            stretch = (f"{s.get_double('unanalysed-seconds')[1]:.1f} s of stream time unanalysed "
+                       f"({s.get_uint64('unanalysed-windows')[1]} windows dropped)")
+            if s.get_boolean("engine-available")[1]:
+                note(f"speakerchange: the inference engine answers again; {stretch} in all")
+            else:
+                note(f"speakerchange: {stretch} so far: {s.get_string('reason')}")
+        elif msg.type == Gst.MessageType.WARNING:
+            warning, debug = msg.parse_warning()
+            # The debug text begins with where in the source it was posted; the rest says more.
+            more = " ".join(debug.split("\n", 1)[1].split()) if debug and "\n" in debug else ""
+            note(f"speakerchange: warning: {warning.message}" + (f" ({more})" if more else ""))
         elif msg.type == Gst.MessageType.APPLICATION and msg.get_structure().get_name() == "no-audio":
             error = (f"{a.recording} has no audio track (its streams: "
                      f"{msg.get_structure().get_string('streams')})")
@@ -198,7 +218,11 @@ def main():
         sys.exit(f"speakerchange: {error}")
     # No changes is a valid result, but an empty output looks like a failure from the outside.
     if ended and not any(c["speaker"] for c in changes):
-        print(f"speakerchange: no speech found in {a.recording}", file=sys.stderr)
+        if unanalysed:
+            print(f"speakerchange: no speech found in what was analysed of {a.recording} "
+                  f"({unanalysed:.1f} s of its stream time went unanalysed)", file=sys.stderr)
+        else:
+            print(f"speakerchange: no speech found in {a.recording}", file=sys.stderr)
 
     if a.rttm:
         name = a.uri_name or pathlib.Path(a.recording).stem

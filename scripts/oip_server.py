@@ -4,7 +4,7 @@ benchmarks of the element's remote engine (issue 29).
 
   .venv/bin/python3 scripts/oip_server.py [--host 127.0.0.1] [--grpc-port 0] [--http-port 0]
       [--models models/] [--threads 1] [--instances 1] [--delay-ms 0] [--max-batch 0]
-      [--max-message-bytes 2147483647] [--verbose]
+      [--max-message-bytes 2147483647] [--no-metadata] [--verbose]
 
 It is KServe's Python model server (PyPI `kserve`, pinned in requirements-tools.txt): its gRPC
 servicer (`inference.GRPCInferenceService`: ServerLive, ServerReady, ServerMetadata, ModelReady,
@@ -37,6 +37,9 @@ inference first waits this long (without using a core), to emulate a slow or dis
 --max-batch: refuse requests with a larger batch (0: no limit), to test clients against a server
 whose max_batch_size is smaller than their batches. --max-message-bytes: gRPC's send and receive
 limits (default INT32_MAX, as Triton; KServe's own default, 8 MiB, is less than 4 windows).
+--no-metadata: serve the models as a KServe custom predictor does by default (get_input_types and
+get_output_types not overridden): ModelMetadata lists no inputs and no outputs; requests are still
+checked against the tensors above and refused (INVALID_ARGUMENT) where they do not fit.
 """
 import argparse
 import os
@@ -68,6 +71,8 @@ def parse_args(argv):
     p.add_argument("--delay-ms", type=float, default=0.0, help="wait added to every inference")
     p.add_argument("--max-batch", type=int, default=0, help="refuse larger batches (0: no limit)")
     p.add_argument("--max-message-bytes", type=int, default=2**31 - 1, help="gRPC send/receive limit")
+    p.add_argument("--no-metadata", action="store_true",
+                   help="declare no tensors in ModelMetadata, as KServe's custom predictors by default")
     p.add_argument("--grace", type=float, default=5.0, help="seconds given to requests in flight at stop")
     p.add_argument("--verbose", action="store_true", help="KServe's and uvicorn's INFO logs (stderr)")
     a = p.parse_args(argv)
@@ -222,6 +227,14 @@ class OnnxModel(kserve.Model):
                              requested_outputs=payload.request_outputs)
 
 
+class UndeclaredOnnxModel(OnnxModel):
+    """The same model with KServe's own get_input_types/get_output_types, which declare nothing: what a
+    custom predictor that does not override them serves (--no-metadata)."""
+
+    get_input_types = kserve.Model.get_input_types
+    get_output_types = kserve.Model.get_output_types
+
+
 class BoundGRPCServer(GRPCServer):
     """KServe's gRPC server (its servicer and error interceptor) on HOST:PORT instead of [::]:PORT,
     reporting the port it got (PORT may be 0)."""
@@ -262,7 +275,8 @@ async def serve(args):
     models = []
     for name, key in ((args.segmentation_name, "segmentation-3.0"), (args.voice_name, "voice-encoder-ge2e")):
         filename, inputs, outputs = MODELS[key]
-        model = OnnxModel(name, pathlib.Path(args.models) / filename, inputs, outputs, args)
+        kind = UndeclaredOnnxModel if args.no_metadata else OnnxModel
+        model = kind(name, pathlib.Path(args.models) / filename, inputs, outputs, args)
         try:
             model.load()
         except Exception as e:  # a missing or different file

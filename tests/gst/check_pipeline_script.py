@@ -4,7 +4,9 @@ changes` (the core on its own): the same recording must give the same changes, a
 be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy, and refuses what
 gst-launch-1.0 refuses (unknown properties, values that do not parse or are out of range) and a
 recording without an audio track, each with a message and a non-zero exit; says so where a
-recording holds no speech."""
+recording holds no speech. Given the tooling's Python and scripts/oip_server.py (arguments 5 and 6),
+also runs engine=remote against a server slower than remote-deadline: stdout keeps its JSON lines,
+the element's warning and the unanalysed stretch go to stderr, one line each."""
 import json
 import pathlib
 import subprocess
@@ -121,6 +123,36 @@ with tempfile.TemporaryDirectory() as tmp:
                             f"lacks {expect!r}")
         else:
             print(f"refused as expected: {run.stderr.strip()}")
+
+if len(sys.argv) > 6:
+    # Every answer 3 s late, the deadline 1 s and no wait: every window goes unanalysed. The
+    # checks when the element starts are not delayed.
+    server = subprocess.Popen([sys.argv[5], sys.argv[6], "--delay-ms", "3000", "--models",
+                               str(pathlib.Path(model).parent)], stdout=subprocess.PIPE, text=True)
+    try:
+        ready = server.stdout.readline()  # "ready grpc=HOST:PORT http=...", or "" if it failed
+        if not ready.startswith("ready grpc="):
+            sys.exit(f"FAIL: {sys.argv[6]} did not start (exit {server.wait()}): {ready!r}")
+        address = ready.split()[1].partition("=")[2]
+        run = subprocess.run([sys.executable, str(script), recording, "engine=remote", f"server={address}",
+                              "remote-deadline=1000", "outage-wait=0"], capture_output=True, text=True)
+    finally:
+        server.terminate()
+        server.wait()
+    lines = run.stderr.splitlines()
+    warned = [l for l in lines if l.startswith("speakerchange: warning: The inference engine is unavailable: ")]
+    stretches = [l for l in lines if " s of stream time unanalysed (" in l]
+    try:
+        stdout_json = all(isinstance(json.loads(l), dict) for l in run.stdout.splitlines())
+    except ValueError:
+        stdout_json = False
+    if (run.returncode != 0 or not stdout_json or len(warned) != 1 or not stretches
+            or not all(address in l and "overloaded or stuck" in l for l in warned + stretches)
+            or "no speech found in what was analysed of" not in run.stderr):
+        failures.append(f"remote engine, server too slow: exit {run.returncode}, stdout {run.stdout!r}, "
+                        f"stderr {run.stderr!r}")
+    else:
+        print(f"remote engine, server too slow, on stderr:\n  {warned[0]}\n  {stretches[-1]}")
 
 for f in failures:
     print("FAIL:", f)

@@ -14,6 +14,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "raw tensor contents are little-endian: a big-endian host would have to swap");
 
 struct OipClient::Stub {
+  // Kept to tell, when a call's deadline passes, a server that is gone (no connection) from one
+  // that is connected but did not answer.
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> service;
 };
 
@@ -51,25 +54,32 @@ OipClient::OipClient(std::string server, std::chrono::milliseconds deadline)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  stub_->service = inference::GRPCInferenceService::NewStub(
-      grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args));
+  stub_->channel = grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args);
+  stub_->service = inference::GRPCInferenceService::NewStub(stub_->channel);
 }
 
 OipClient::~OipClient() = default;
 
 namespace {
 
+constexpr const char* kStartIt =
+    "start it, or point `server` at the gRPC port it listens on (Triton: 8001, KServe: 8081)";
+
 // "ModelInfer of model 'm' on HOST:PORT failed: UNAVAILABLE: ...", and what to do about it.
+// `connected`: whether the channel had a connection when the call ended (a deadline that passes
+// without one means the server is gone, not slow).
 std::string failure(const std::string& call, const std::string& model, const std::string& server,
-                    const grpc::Status& status, std::chrono::milliseconds deadline) {
+                    const grpc::Status& status, std::chrono::milliseconds deadline,
+                    bool connected) {
   std::string what =
       call + (model.empty() ? "" : " of model '" + model + "'") + " on " + server + " failed: ";
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-      return what + "the server cannot be reached (" + status.error_message() +
-             "): start it, or point `server` at the gRPC port it listens on (Triton: 8001, "
-             "KServe: 8081)";
+      return what + "the server cannot be reached (" + status.error_message() + "): " + kStartIt;
     case grpc::StatusCode::DEADLINE_EXCEEDED:
+      if (!connected)
+        return what + "the server cannot be reached (no connection for " +
+               std::to_string(deadline.count()) + " ms): " + kStartIt;
       return what + "no answer within " + std::to_string(deadline.count()) +
              " ms: the server is overloaded or stuck; raise the deadline or add server capacity";
     case grpc::StatusCode::NOT_FOUND:
@@ -83,15 +93,20 @@ std::string failure(const std::string& call, const std::string& model, const std
 
 }  // namespace
 
+bool OipClient::connected() const {
+  return stub_->channel->GetState(false) == GRPC_CHANNEL_READY;
+}
+
 std::vector<int64_t> OipClient::check_model(const std::string& model, const TensorContract& input,
-                                            const TensorContract& output) const {
+                                            const TensorContract& output) {
   {
     grpc::ClientContext context;
     arm(&context, deadline_);
     inference::ServerReadyResponse ready;
     const grpc::Status status =
         stub_->service->ServerReady(&context, inference::ServerReadyRequest(), &ready);
-    if (!status.ok()) throw EngineError(failure("ServerReady", "", server_, status, deadline_));
+    if (!status.ok())
+      throw EngineError(failure("ServerReady", "", server_, status, deadline_, connected()));
     if (!ready.ready())
       throw EngineError("the inference server at " + server_ +
                         " is live but not ready (still loading its models?): try again when it "
@@ -116,7 +131,8 @@ std::vector<int64_t> OipClient::check_model(const std::string& model, const Tens
   request.set_name(model);
   inference::ModelMetadataResponse metadata;
   const grpc::Status status = stub_->service->ModelMetadata(&context, request, &metadata);
-  if (!status.ok()) throw EngineError(failure("ModelMetadata", model, server_, status, deadline_));
+  if (!status.ok())
+    throw EngineError(failure("ModelMetadata", model, server_, status, deadline_, connected()));
 
   std::vector<int64_t> input_shape;
   const auto check = [&](const auto& tensors, const TensorContract& want, const char* kind) {
@@ -139,9 +155,23 @@ std::vector<int64_t> OipClient::check_model(const std::string& model, const Tens
                       "' (its " + kind + "s: " + (names.empty() ? "none" : names) +
                       "): is it the right model?");
   };
-  input_shape = check(metadata.inputs(), input, "input");
-  check(metadata.outputs(), output, "output");
+  // A server may declare no tensors at all (KServe's default for a custom predictor): then only
+  // the first answer can tell, and infer() says so if it is the wrong model. One that declares
+  // some but not ours is the wrong model now.
+  if (metadata.inputs().empty() || metadata.outputs().empty()) undeclared_ = true;
+  input_shape = metadata.inputs().empty() ? std::vector<int64_t>(input.dims.size(), kAnySize)
+                                          : check(metadata.inputs(), input, "input");
+  if (!metadata.outputs().empty()) check(metadata.outputs(), output, "output");
   return input_shape;
+}
+
+std::string OipClient::right_model(const std::string& model) const {
+  return "Is '" + model +
+         "' the right model (remote-model, remote-voice-model; the defaults are "
+         "segmentation-3.0 and voice-encoder-ge2e)?" +
+         (undeclared_ ? " The server declares no tensors for it, so this could not be checked "
+                        "before the first request."
+                      : "");
 }
 
 void OipClient::infer(const std::string& model, const std::string& input_name,
@@ -170,7 +200,14 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
   inference::ModelInferResponse response;
   const grpc::Status status = stub_->service->ModelInfer(&context, request, &response);
   if (!status.ok()) {
-    const std::string why = failure("ModelInfer", model, server_, status, deadline_);
+    if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
+      throw EngineError("ModelInfer of model '" + model + "' on " + server_ +
+                        " failed: the server refused the request (" + status.error_message() +
+                        "): it was FP32 '" + input_name + "' " + shape_text(input_shape) +
+                        " asking for '" + output_name + "'. " + right_model(model) +
+                        " A batch over the server's max batch size is refused the same way: "
+                        "lower batch-size.");
+    const std::string why = failure("ModelInfer", model, server_, status, deadline_, connected());
     // A server that is gone, overloaded or slow may answer again: not the stream's end.
     switch (status.error_code()) {
       case grpc::StatusCode::UNAVAILABLE:
@@ -192,7 +229,7 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
     if (tensor.datatype() != "FP32" || shape != output_shape)
       throw EngineError("model '" + model + "' on " + server_ + " answered " + tensor.datatype() +
                         " " + shape_text(shape) + " for '" + output_name + "', expected FP32 " +
-                        shape_text(output_shape));
+                        shape_text(output_shape) + ". " + right_model(model));
     // Servers answer a raw request with raw bytes (Triton, KServe) or typed contents.
     if (i < response.raw_output_contents_size()) {
       const std::string& raw = response.raw_output_contents(i);
@@ -213,7 +250,7 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
     return;
   }
   throw EngineError("model '" + model + "' on " + server_ + " answered without an output '" +
-                    output_name + "'");
+                    output_name + "'. " + right_model(model));
 }
 
 }  // namespace speakerseg::remote

@@ -36,13 +36,18 @@ class OipClient {
 
   // The server is live and ready, the model ready, and its input and output named in the
   // contracts are FP32 tensors of that rank whose fixed sizes agree with the contracts' (-1 on
-  // either side agrees with anything). Returns the server's shape of the input.
+  // either side agrees with anything). Returns the server's shape of the input. A server that
+  // declares no inputs (or no outputs) at all, as KServe's custom predictors do by default, is
+  // taken at its word that the model is ready: the first infer() tells, naming the model, and
+  // the input's shape is then all kAnySize.
   std::vector<int64_t> check_model(const std::string& model, const TensorContract& input,
-                                   const TensorContract& output) const;
+                                   const TensorContract& output);
 
   // Runs `model` on `data`, an FP32 tensor of `input_shape`, and writes its output, which must be
   // an FP32 tensor of exactly `output_shape`, to `out`. A server that cannot be reached, is
-  // overloaded or misses the deadline throws EngineUnavailable; anything else EngineError.
+  // overloaded or misses the deadline throws EngineUnavailable; anything else EngineError (a
+  // request the server refuses, INVALID_ARGUMENT, says which tensor it was and to check the
+  // model).
   void infer(const std::string& model, const std::string& input_name,
              const std::vector<int64_t>& input_shape, const float* data,
              const std::string& output_name, const std::vector<int64_t>& output_shape,
@@ -50,9 +55,16 @@ class OipClient {
 
  private:
   struct Stub;
+  // Whether the channel has a connection to the server now.
+  bool connected() const;
+  // "Is 'm' the right model ...?", the end of an error that a wrong model would explain.
+  std::string right_model(const std::string& model) const;
+
   std::string server_;
   std::chrono::milliseconds deadline_;
   std::unique_ptr<Stub> stub_;
+  // check_model found no declared tensors: errors of infer() say what could not be checked.
+  bool undeclared_ = false;
 };
 
 }  // namespace speakerseg::remote

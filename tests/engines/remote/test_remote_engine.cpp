@@ -1,8 +1,9 @@
 // The remote engine against a real Open Inference Protocol server on loopback
 // (scripts/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime): the
 // same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on one
-// server at once, and the refusals a user meets (no server, a wrong model name or shape, a
-// server slower than the deadline), each naming the server and the model.
+// server at once, a server that declares no tensors (KServe's default), and the refusals a user
+// meets (no server, a wrong model name or shape, a server slower than the deadline or gone), each
+// naming the server and the model.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -59,6 +60,36 @@ std::string refusal(F make) {
     return e.what();
   }
   return "";
+}
+
+// The message of the EngineUnavailable (an outage, retried) `make` throws ("" if it throws none;
+// another EngineError fails the test).
+template <class F>
+std::string outage(F make) {
+  try {
+    make();
+  } catch (const EngineUnavailable& e) {
+    return e.what();
+  } catch (const EngineError& e) {
+    ADD_FAILURE() << "an error that ends the stream, not an outage: " << e.what();
+  }
+  return "";
+}
+
+// A server as a KServe custom predictor that declares no tensors serves the models: ModelMetadata
+// lists no inputs and no outputs. Started on first use, for every test of the program.
+const test::OipServer& undeclaring_server() {
+  static test::OipServer server({"--no-metadata"});
+  return server;
+}
+
+// `name`'s windows through `engine`.
+std::vector<float> forward_case(SegmentationEngine& engine, const char* name) {
+  const NpyArray input = read_npy(test::reference_dir() + "/" + name + ".input.npy");
+  const int batch = static_cast<int>(input.shape[0]), samples = static_cast<int>(input.shape[1]);
+  std::vector<float> out(static_cast<size_t>(batch) * frames_for_samples(samples) * kClasses);
+  engine.forward(input.data.data(), batch, samples, out.data());
+  return out;
 }
 
 TEST_F(RemoteEngineTest, LogProbsMatchOnnxRuntime) {
@@ -141,6 +172,90 @@ TEST_F(RemoteEngineTest, AModelOfTheWrongShapeIsRefusedWithTheReason) {
   EXPECT_NE(why.find("mel"), std::string::npos) << why;  // what it has instead
 }
 
+// Nothing to check at creation but that the models are ready; the answers are the declaring
+// server's, bit for bit (both run ONNX Runtime on the same files), and the voices too.
+TEST_F(RemoteEngineTest, AServerThatDeclaresNoTensorsGivesTheSameResults) {
+  const test::OipServer& bare = undeclaring_server();
+  ASSERT_TRUE(bare.started()) << bare.why();
+  RemoteEngineOptions o = options();
+  o.server = bare.address();
+  auto engine = make_remote_engine(o);
+  auto declared = make_remote_engine(options());
+  for (const char* name : {"first_window", "batch32", "last_partial"}) {
+    const std::vector<float> got = forward_case(*engine, name),
+                             want = forward_case(*declared, name);
+    const test::Comparison c = test::compare(got, want);
+    std::printf("[ no meta  ] %-13s max |diff| from the declaring server %.3g\n", name, c.max_diff);
+    EXPECT_TRUE(c.finite) << name;
+    EXPECT_EQ(got, want) << name;
+  }
+  auto encoder = make_remote_voice_encoder(o);
+  test::expect_partials_match(*encoder, 0.9999f, "no meta");
+}
+
+// The wrong model behind such a server is taken at creation and fails on the first request, as
+// an error (not an outage to wait out), naming the server and the model and what to check.
+TEST(RemoteEngine, AWrongModelBehindAServerWithoutMetadataFailsOnTheFirstCall) {
+  const test::OipServer& bare = undeclaring_server();
+  ASSERT_TRUE(bare.started()) << bare.why();
+  RemoteEngineOptions o;
+  o.server = bare.address();
+  o.model = o.voice_model;  // the voice encoder where the segmentation network should be
+  auto engine = make_remote_engine(o);
+  const NpyArray input = read_npy(test::reference_dir() + "/first_window.input.npy");
+  std::vector<float> out(frames_for_samples(input.shape[1]) * kClasses);
+  std::string why;
+  try {
+    engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data());
+  } catch (const EngineUnavailable& e) {
+    ADD_FAILURE() << "taken for an outage, which would be retried: " << e.what();
+  } catch (const EngineError& e) {
+    why = e.what();
+  }
+  std::printf("[ refused  ] %s\n", why.c_str());
+  for (const std::string& says :
+       {o.server, std::string("'voice-encoder-ge2e'"), std::string("refused the request"),
+        std::string("FP32 'input' [1, 1, 160000]"), std::string("the right model"),
+        std::string("declares no tensors")})
+    EXPECT_NE(why.find(says), std::string::npos) << "lacks \"" << says << "\": " << why;
+
+  RemoteEngineOptions v;
+  v.server = bare.address();
+  v.voice_model = "segmentation-3.0";
+  auto encoder = make_remote_voice_encoder(v);
+  std::vector<float> mel(100 * kMelBands, 0.f), embedding(kEmbeddingDim);
+  why = refusal([&] { encoder->embed(mel.data(), 1, 100, embedding.data()); });
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find("'segmentation-3.0'"), std::string::npos) << why;
+  EXPECT_NE(why.find("FP32 'mel' [1, 100, 40]"), std::string::npos) << why;
+  EXPECT_NE(why.find("the right model"), std::string::npos) << why;
+}
+
+// A request the server refuses (INVALID_ARGUMENT: here a batch over its max batch size) ends the
+// stream with the server's reason, it is not waited out as an outage.
+TEST(RemoteEngine, ABatchTheServerRefusesIsAnErrorNotAnOutage) {
+  test::OipServer small({"--max-batch", "2"});
+  ASSERT_TRUE(small.started()) << small.why();
+  auto engine = make_remote_engine(reaching(small));
+  const NpyArray input = read_npy(test::reference_dir() + "/batch32.input.npy");
+  const int samples = static_cast<int>(input.shape[1]);
+  std::vector<float> out(4 * frames_for_samples(samples) * kClasses);
+  engine->forward(input.data.data(), 2, samples, out.data());  // within its max batch size
+  std::string why;
+  try {
+    engine->forward(input.data.data(), 4, samples, out.data());
+  } catch (const EngineUnavailable& e) {
+    ADD_FAILURE() << "taken for an outage, which would be retried: " << e.what();
+  } catch (const EngineError& e) {
+    why = e.what();
+  }
+  std::printf("[ refused  ] %s\n", why.c_str());
+  EXPECT_NE(why.find(small.address()), std::string::npos) << why;
+  EXPECT_NE(why.find("batch 4 over the max batch size 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("lower batch-size"), std::string::npos) << why;
+  EXPECT_EQ(why.find("declares no tensors"), std::string::npos) << why;
+}
+
 TEST(RemoteEngine, AnUnreachableServerIsRefusedWithTheReason) {
   RemoteEngineOptions o;
   o.server = "127.0.0.1:1";  // nothing listens on port 1
@@ -164,6 +279,38 @@ TEST(RemoteEngine, ASlowServerMeetsTheDeadlineAsAnError) {
       [&] { engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data()); });
   std::printf("[ refused  ] %s\n", why.c_str());
   EXPECT_NE(why.find("no answer within 500 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("overloaded or stuck"), std::string::npos) << why;  // connected, not gone
+  EXPECT_EQ(why.find("cannot be reached"), std::string::npos) << why;
+  // An outage, waited out and retried: the same call again.
+  EXPECT_NE(outage([&] {
+              engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data());
+            }),
+            "");
+}
+
+// A server that is gone mid-stream: the request waits for a connection up to its deadline, and
+// the outage says the server cannot be reached, not that it is slow.
+TEST(RemoteEngine, AServerThatIsGoneIsSaidToBeUnreachableNotSlow) {
+  auto server = std::make_unique<test::OipServer>();
+  ASSERT_TRUE(server->started()) << server->why();
+  RemoteEngineOptions o = reaching(*server);
+  o.deadline_ms = 1500;
+  auto engine = make_remote_engine(o);
+  const NpyArray input = read_npy(test::reference_dir() + "/first_window.input.npy");
+  std::vector<float> out(frames_for_samples(input.shape[1]) * kClasses);
+  const auto run = [&] {
+    engine->forward(input.data.data(), 1, static_cast<int>(input.shape[1]), out.data());
+  };
+  run();                                           // connected
+  server.reset();                                  // SIGTERM: gone
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the first after the loss, and one later
+    const std::string why = outage(run);
+    std::printf("[ outage   ] %s\n", why.c_str());
+    EXPECT_NE(why.find(o.server), std::string::npos) << why;
+    EXPECT_NE(why.find("cannot be reached"), std::string::npos) << why;
+    EXPECT_NE(why.find("start it"), std::string::npos) << why;
+    EXPECT_EQ(why.find("overloaded"), std::string::npos) << why;
+  }
 }
 
 // Round `round`'s three windows (30 s of stream time from 30 s x round, end to end) through a
