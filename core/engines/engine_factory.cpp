@@ -219,6 +219,10 @@ std::unique_ptr<VoiceEncoder> EngineFactory::voice(std::shared_ptr<const VoiceMo
 #ifdef SPEAKERSEG_HAVE_CUDA
   if (kind_ == EngineKind::kCuda) {
     auto options = cuda_options<CudaVoiceEncoderOptions>(settings_);
+    // lstm-algorithm is the segmentation LSTM's: the voice encoder takes what it can run of it.
+    std::string note;
+    options.lstm_algorithm = voice_lstm_algorithm(settings_.lstm_algorithm, &note);
+    if (!note.empty()) tell(EngineNotice::kInfo, note);
     if (reporters_.engine_warnings)
       options.warn = [warn = reporters_.engine_warnings](const std::string& m) {
         warn("voice encoder: " + m);

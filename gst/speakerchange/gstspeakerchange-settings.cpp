@@ -271,7 +271,7 @@ void install_properties(GObjectClass* gobject_class) {
    *
    * cuDNN RNN algorithm of the CUDA engine's LSTM. Only `auto` is valid in a CPU-only build.
    * `persist-static-small-h` is the segmentation LSTM's only: cuDNN refuses it for the voice
-   * encoder's 256-wide LSTM (reidentify on the GPU).
+   * encoder's 256-wide LSTM, which then takes `auto` (reidentify on the GPU).
    */
   g_object_class_install_property(
       gobject_class, PROP_LSTM_ALGORITHM,
@@ -759,8 +759,8 @@ GType gst_speaker_change_lstm_algorithm_get_type(void) {
       {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_AUTO, "Let the engine choose", "auto"},
       {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_STANDARD, "cuDNN standard RNN algorithm", "standard"},
       {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_STATIC_SMALL_H,
-       "cuDNN persistent kernel for small hidden sizes (the segmentation LSTM only: cuDNN refuses "
-       "it for the voice encoder's)",
+       "cuDNN persistent kernel for small hidden sizes (the segmentation LSTM only: the voice "
+       "encoder takes auto)",
        "persist-static-small-h"},
       {GST_SPEAKER_CHANGE_LSTM_ALGORITHM_PERSIST_DYNAMIC,
        "cuDNN dynamically compiled persistent kernel", "persist-dynamic"},
