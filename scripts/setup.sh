@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # From a fresh Debian 12 machine to a built project: Debian packages, the tooling virtualenv
-# (.venv: ONNX Runtime and friends for references, benchmarks and evaluation; never used at run
+# (.venv: ONNX Runtime and friends for references, benchmarks and evaluation; .venv-triton: the
+# Triton Inference Server the remote engine is tested against; neither is used at run
 # time), the models (models/segmentation-3.0.onnx, models/voice-encoder-ge2e.onnx) and the build
 # (build/). Rerunning it is quick and changes nothing that is already in place.
 set -euo pipefail
@@ -37,14 +38,21 @@ fi
 
 # Debian's interpreter, not whatever python3 comes first on PATH: python3-venv is installed for it.
 PYTHON_SYSTEM=${PYTHON_SYSTEM:-/usr/bin/python3}
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements-tools.txt | cut -d' ' -f1)
-if ! [ -x .venv/bin/python3 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: creating .venv (tooling: $(grep -v '^#' requirements-tools.txt | tr '\n' ' '))"
-  "$PYTHON_SYSTEM" -m venv .venv
-  .venv/bin/python3 -m pip install --quiet --disable-pip-version-check -r requirements-tools.txt
-  echo "$want" >"$stamp"
-fi
+# A virtualenv DIR with REQUIREMENTS installed, made again when that file changes.
+make_venv() {
+  local dir=$1 requirements=$2 what=$3 stamp=$1/.requirements.sha256 want
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if ! [ -x "$dir/bin/python3" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "setup: creating $dir ($what: $(grep -v '^#' "$requirements" | tr '\n' ' '))"
+    "$PYTHON_SYSTEM" -m venv "$dir"
+    "$dir/bin/python3" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    echo "$want" >"$stamp"
+  fi
+}
+make_venv .venv requirements-tools.txt tooling
+# Triton Inference Server for the remote engine's tests (scripts/triton_server.py), in a virtualenv
+# of its own: its wheel needs numpy < 2.
+make_venv .venv-triton requirements-triton.txt "Triton Inference Server"
 
 PYTHON=.venv/bin/python3 scripts/fetch_model.sh
 PYTHON=.venv/bin/python3 scripts/fetch_voice_model.sh

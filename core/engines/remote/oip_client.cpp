@@ -207,6 +207,15 @@ void OipClient::infer(const std::string& model, const std::string& input_name,
                         " asking for '" + output_name + "'. " + right_model(model) +
                         " A batch over the server's max batch size is refused the same way: "
                         "lower batch-size.");
+    // The model was ready when the engine was made (check_model): a server without it now is
+    // loading it again (Triton, restarted, is reachable before its models are loaded) or had it
+    // unloaded. Either may end: an outage, not the stream's end.
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND)
+      throw EngineUnavailable("ModelInfer of model '" + model + "' on " + server_ +
+                              " failed: the server does not serve the model now (" +
+                              status.error_message() +
+                              "), though it did when the engine started: it is loading it "
+                              "(restarting?) or unloaded it; load it again");
     const std::string why = failure("ModelInfer", model, server_, status, deadline_, connected());
     // A server that is gone, overloaded or slow may answer again: not the stream's end.
     switch (status.error_code()) {
