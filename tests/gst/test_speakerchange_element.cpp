@@ -122,6 +122,15 @@ std::string describe(const std::vector<Change>& changes) {
   return o.str();
 }
 
+// The speakers announced after 18 s of sample.wav: by then both of its people have been heard
+// alone long enough to be known by voice (Alice and Bob where they are enrolled).
+std::set<std::string> speakers_after_18_s(const std::vector<Change>& changes) {
+  std::set<std::string> late;
+  for (const auto& c : changes)
+    if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
+  return late;
+}
+
 Change parse_change(const GstStructure* s) {
   Change c;
   EXPECT_TRUE(gst_structure_has_name(s, "speaker-change"));
@@ -1661,10 +1670,8 @@ TEST(SpeakerChangeElement, RemoteEngineNeedsNoLocalModelAndNamesEnrolledSpeakers
   run.push(sample, 0, sample.size(), 0);
   run.eos();
   EXPECT_TRUE(run.errors().empty());
-  std::set<std::string> late;
-  for (const auto& c : run.events())
-    if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
-  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
+  EXPECT_EQ(speakers_after_18_s(run.events()), (std::set<std::string>{"Alice", "Bob"}))
+      << describe(run.events());
 }
 
 // A server that declares no tensors (a KServe custom predictor's default): the element starts,
@@ -1682,10 +1689,8 @@ TEST(SpeakerChangeElement, RemoteServerWithoutTensorMetadataServesBothNetworks) 
   run.push(sample, 0, sample.size(), 0);
   run.eos();
   EXPECT_TRUE(run.errors().empty());
-  std::set<std::string> late;
-  for (const auto& c : run.events())
-    if (secs(c.timestamp) > 18 && !c.speaker.empty()) late.insert(c.speaker);
-  EXPECT_EQ(late, (std::set<std::string>{"Alice", "Bob"})) << describe(run.events());
+  EXPECT_EQ(speakers_after_18_s(run.events()), (std::set<std::string>{"Alice", "Bob"}))
+      << describe(run.events());
   // The changes are the CPU engine's (identity renames speakers, not times).
   ElementRun plain([&](GstElement* e) {
     gst_util_set_object_arg(G_OBJECT(e), "engine", "remote");
