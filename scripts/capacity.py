@@ -2,7 +2,7 @@
 """How many live channels one process sustains: speakerchange with the shared engine on and off.
 
   /usr/bin/python3 scripts/capacity.py [--shared on off] [--seconds 60] [--warmup 20] [--core]
-                                       [--start 8] [--max 1024] [--step 1] [--latency 2]
+                                       [--start 8] [--max 1024] [--step 1] [--latency 2] [--replay]
                                        [--threads-shared 2] [--threads-own 1] [NAME=VALUE ...]
 
 Every trial runs N channels in one pipeline of a fresh process (this script with --trial N):
@@ -19,7 +19,8 @@ within the element's latency promise + 0.5 s, with no audio skipped.
 
 --core runs each trial with `speakerseg live` instead (the same streaming logic, windows and shared
 scheduler without GStreamer, one process; its added delay is measured the same way), which is how
-the GPU check measures the CUDA engine where GStreamer is not installed.
+the GPU check measures the CUDA engine where GStreamer is not installed. --core --replay hands out
+the engine's answers, computed before the trial, at once: the host side's own ceiling.
 
 The search doubles N from --start until a trial fails, then bisects to within 1/16 of N. One line
 of JSON per trial, then a table with the largest N per configuration and the ratio. Any further
@@ -166,7 +167,7 @@ def run_trial(a, n, shared):
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
                "--engine", a.engine, "--threads",
                str(a.threads_shared if shared == "on" else a.threads_own), "--precision", a.precision] + (
-                   ["--own"] if shared == "off" else [])
+                   ["--own"] if shared == "off" else []) + (["--replay"] if a.replay else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
@@ -221,6 +222,9 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                     help="with --core: the CPU engine's LSTM precision (else the element's "
                          "precision=... property)")
+    ap.add_argument("--replay", action="store_true",
+                    help="with --core: the engine's answers computed first and replayed at once "
+                         "(speakerseg live --replay): the host side's own ceiling")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")

@@ -166,6 +166,20 @@ try:
 except (ValueError, IndexError, KeyError) as e:
     failures.append(f"live: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
 
+# `live --replay`: the host side alone, on the CPU engine's answers for the recording's windows
+# computed first (one per second of it), handed out at once: changes announced, none dropped.
+r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
+                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1", "--replay"],
+                   capture_output=True, text=True)
+try:
+    live = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"speakerseg live --replay: {live}")
+    if (r.returncode != 0 or not live["engine"].startswith("replay of ") or "computed by cpu" not in
+            live["engine"] or live["error"] or live["changes"] < 1 or live["dropped_windows"]):
+        failures.append(f"live --replay: exit {r.returncode}, {live}")
+except (ValueError, IndexError, KeyError) as e:
+    failures.append(f"live --replay: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
+
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
