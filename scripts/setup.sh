@@ -17,7 +17,7 @@ APT_PACKAGES=(
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0 python3-numpy
   # tests/gst/check_rtsp_live.py's server (its client's rtspsrc, RTP and Opus are in -good, -base)
   gir1.2-gst-rtsp-server-1.0
-  # The jingle of the broadcast-like programmes (scripts/programmes.py; CC BY-SA 4.0).
+  # The jingle of the broadcast-like programmes (scripts/evaluation/programmes.py; CC BY-SA 4.0).
   yaru-theme-sound
   # Not used by the project: on most GStreamer users' machines, so the tests run beside it (they
   # must pass whatever else is installed; tests/common/gst_plugins.py).
@@ -46,8 +46,8 @@ if ! [ -x .venv/bin/python3 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; t
   echo "$want" >"$stamp"
 fi
 
-PYTHON=.venv/bin/python3 scripts/fetch_model.sh
-PYTHON=.venv/bin/python3 scripts/fetch_voice_model.sh
+PYTHON=.venv/bin/python3 scripts/models/fetch_model.sh
+PYTHON=.venv/bin/python3 scripts/models/fetch_voice_model.sh
 
 if ! [ -f build/build.ninja ]; then
   meson setup build --buildtype=release

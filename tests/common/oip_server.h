@@ -1,7 +1,7 @@
-// A real Open Inference Protocol server for the remote engine's tests: scripts/oip_server.py
-// (KServe's model server running our ONNX files with ONNX Runtime) started on loopback with
-// free ports, stopped with SIGTERM. Where it listens comes from the line it prints when both
-// models are ready: "ready grpc=HOST:PORT http=HOST:PORT".
+// A real Open Inference Protocol server for the remote engine's tests:
+// scripts/servers/oip_server.py (KServe's model server running our ONNX files with ONNX Runtime)
+// started on loopback with free ports, stopped with SIGTERM. Where it listens comes from the line
+// it prints when both models are ready: "ready grpc=HOST:PORT http=HOST:PORT".
 #pragma once
 
 #include <poll.h>

@@ -1,7 +1,7 @@
 // The remote engine against a real Open Inference Protocol server on loopback
-// (scripts/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime): the
-// same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on one
-// server at once, a server that declares no tensors (KServe's default), and the refusals a user
+// (scripts/servers/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime):
+// the same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on
+// one server at once, a server that declares no tensors (KServe's default), and the refusals a user
 // meets (no server, a wrong model name or shape, a server slower than the deadline or gone), each
 // naming the server and the model.
 #include <chrono>
