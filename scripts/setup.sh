@@ -18,7 +18,7 @@ APT_PACKAGES=(
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0 python3-numpy
   # tests/gst/check_rtsp_live.py's server (its client's rtspsrc, RTP and Opus are in -good, -base)
   gir1.2-gst-rtsp-server-1.0
-  # The jingle of the broadcast-like programmes (scripts/programmes.py; CC BY-SA 4.0).
+  # The jingle of the broadcast-like programmes (scripts/evaluation/programmes.py; CC BY-SA 4.0).
   yaru-theme-sound
   # Not used by the project: on most GStreamer users' machines, so the tests run beside it (they
   # must pass whatever else is installed; tests/common/gst_plugins.py).
@@ -50,12 +50,12 @@ make_venv() {
   fi
 }
 make_venv .venv requirements-tools.txt tooling
-# Triton Inference Server for the remote engine's tests (scripts/triton_server.py), in a virtualenv
+# Triton Inference Server for the remote engine's tests (scripts/servers/triton_server.py), in a virtualenv
 # of its own: its wheel needs numpy < 2.
 make_venv .venv-triton requirements-triton.txt "Triton Inference Server"
 
-PYTHON=.venv/bin/python3 scripts/fetch_model.sh
-PYTHON=.venv/bin/python3 scripts/fetch_voice_model.sh
+PYTHON=.venv/bin/python3 scripts/models/fetch_model.sh
+PYTHON=.venv/bin/python3 scripts/models/fetch_voice_model.sh
 
 if ! [ -f build/build.ninja ]; then
   meson setup build --buildtype=release

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test command: set up (idempotent), then every test in a release build (with the CUDA engine
 # where the toolkit is installed; its GPU tests skip without a GPU), the GPU check's build and tests
-# made exactly as on a GPU machine (scripts/gpu-check.sh --build-only), again in an AddressSanitizer +
-# UBSan build without the CUDA engine (so that a build without it keeps building and passing),
-# the scheduler's threads under ThreadSanitizer, and each fuzz target briefly over its corpus
-# (scripts/fuzz.sh). Ends with one "N passed, N failed, N skipped" line.
+# made exactly as on a GPU machine (scripts/gpu/gpu-check.sh --build-only), again in an
+# AddressSanitizer + UBSan build without the CUDA engine (so that a build without it keeps building
+# and passing), the scheduler's threads under ThreadSanitizer, and each fuzz target briefly over its
+# corpus (scripts/fuzz.sh). Ends with one "N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,7 @@ meson test -C build --print-errorlogs || status=1
 gpu_check_reports=skip:gpu-check
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   rm -f build-gpu-check/build/*.xml
-  scripts/gpu-bundle.sh && scripts/gpu-check.sh --build-only || status=1
+  scripts/gpu/gpu-bundle.sh && scripts/gpu/gpu-check.sh --build-only || status=1
   gpu_check_reports=$(ls build-gpu-check/build/*.xml 2>/dev/null || echo build-gpu-check/build/missing.xml)
 else
   echo "test.sh: no CUDA toolkit (nvcc): the GPU check's build is not tried"

@@ -277,7 +277,7 @@ std::vector<float> read_clip(const Args& a) {
 
 // Partials per second of the voice encoder on the file's partials (160 mel frames every 80),
 // repeated to fill the batch, after one warm-up call: the voice side of
-// scripts/bench_vs_onnxruntime.py.
+// scripts/benchmarks/bench_vs_onnxruntime.py.
 int cmd_bench_voice(const Args& a) {
   const int batch = positive(a, "batch", 1);
   const double seconds = a.number("seconds", 3.0);
@@ -541,8 +541,8 @@ int cmd_bench(const Args& a) {
   const double seconds = a.number("seconds", 3.0);
   EngineFactory engines = engine_factory(a);
   auto engine = make_engine(engines, a, batch);
-  // The same windows the ONNX Runtime side of scripts/bench_vs_onnxruntime.py takes: 10 s windows
-  // at 1 s steps through the file, repeated to fill the batch.
+  // The same windows the ONNX Runtime side of scripts/benchmarks/bench_vs_onnxruntime.py takes:
+  // 10 s windows at 1 s steps through the file, repeated to fill the batch.
   const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
   const auto starts =
       window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, kSampleRate);

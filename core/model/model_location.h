@@ -21,7 +21,7 @@ std::string build_model_path();
 std::string installed_model_path();
 
 // The same for the voice encoder (models/voice-encoder-ge2e.onnx, made by
-// scripts/fetch_voice_model.sh), overridden by $SPEAKERCHANGE_VOICE_MODEL.
+// scripts/models/fetch_voice_model.sh), overridden by $SPEAKERCHANGE_VOICE_MODEL.
 constexpr const char* kVoiceModelEnvironmentVariable = "SPEAKERCHANGE_VOICE_MODEL";
 std::string default_voice_model_path();
 std::string build_voice_model_path();

@@ -1,7 +1,8 @@
-// The GE2E speaker encoder of Resemblyzer 0.1.4 (Apache-2.0), as scripts/fetch_voice_model.sh
-// converts it to ONNX: 40-band mel power spectrogram -> 3-layer LSTM (hidden 256) -> the last
-// layer's final hidden state -> Linear 256->256 -> ReLU -> L2 normalisation. An embedding comes
-// from a partial of 160 mel frames (1.6 s). Loaded once; shared read-only by every voice engine.
+// The GE2E speaker encoder of Resemblyzer 0.1.4 (Apache-2.0), as
+// scripts/models/fetch_voice_model.sh converts it to ONNX: 40-band mel power spectrogram -> 3-layer
+// LSTM (hidden 256) -> the last layer's final hidden state -> Linear 256->256 -> ReLU -> L2
+// normalisation. An embedding comes from a partial of 160 mel frames (1.6 s). Loaded once; shared
+// read-only by every voice engine.
 #pragma once
 
 #include <memory>

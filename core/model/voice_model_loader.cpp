@@ -1,7 +1,7 @@
-// Reads the GE2E encoder that scripts/convert_voice_model.py writes. The weights are found by the
-// graph's structure (three chained LSTM nodes, then one Gemm) and checked by shape; the metadata
-// must name this encoder and its front end, since a different mel or embedding size would load
-// and run and give meaningless voiceprints.
+// Reads the GE2E encoder that scripts/models/convert_voice_model.py writes. The weights are found
+// by the graph's structure (three chained LSTM nodes, then one Gemm) and checked by shape; the
+// metadata must name this encoder and its front end, since a different mel or embedding size would
+// load and run and give meaningless voiceprints.
 #include <map>
 #include <string>
 #include <utility>
@@ -15,7 +15,8 @@ namespace {
 using namespace onnx_graph;
 
 constexpr const char* kFetchHint =
-    "Run scripts/setup.sh (or scripts/fetch_voice_model.sh) to make voice-encoder-ge2e.onnx, or ";
+    "Run scripts/setup.sh (or scripts/models/fetch_voice_model.sh) to make "
+    "voice-encoder-ge2e.onnx, or ";
 
 }  // namespace
 

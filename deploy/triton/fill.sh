@@ -4,11 +4,11 @@
 #   deploy/triton/fill.sh [DEST]
 #
 # copies models/segmentation-3.0.onnx and models/voice-encoder-ge2e.onnx (links followed: a
-# container sees only what is mounted) to DEST/<model>/1/model.onnx, with the model's licence
-# beside it as DEST/<model>/1/LICENSE.txt. DEST defaults to deploy/triton itself; another folder
-# (e.g. on the inference server's disk) gets the config.pbtxt files too, so that it is a whole
-# repository. MODELS_DIR overrides where the .onnx files are (default: models/ of this checkout,
-# filled by scripts/fetch_model.sh and scripts/fetch_voice_model.sh, or scripts/setup.sh).
+# container sees only what is mounted) to DEST/<model>/1/model.onnx, with the model's licence beside
+# it as DEST/<model>/1/LICENSE.txt. DEST defaults to deploy/triton itself; another folder (e.g. on
+# the inference server's disk) gets the config.pbtxt files too, so that it is a whole repository.
+# MODELS_DIR overrides where the .onnx files are (default: models/ of this checkout, filled by
+# scripts/models/fetch_model.sh and scripts/models/fetch_voice_model.sh, or scripts/setup.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -17,7 +17,8 @@ dest=${1:-$here}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 
-declare -A fetcher=([segmentation-3.0]=scripts/fetch_model.sh [voice-encoder-ge2e]=scripts/fetch_voice_model.sh)
+declare -A fetcher=([segmentation-3.0]=scripts/models/fetch_model.sh
+                    [voice-encoder-ge2e]=scripts/models/fetch_voice_model.sh)
 for name in segmentation-3.0 voice-encoder-ge2e; do
   src=$models/$name.onnx
   if ! [ -f "$src" ]; then

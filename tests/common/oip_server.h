@@ -1,6 +1,6 @@
-// A real Open Inference Protocol server for the remote engine's tests: scripts/oip_server.py
-// (KServe's model server running our ONNX files with ONNX Runtime) or scripts/triton_server.py
-// (Triton Inference Server, the same), as $SPEAKERSEG_OIP_SERVER names it with the Python of
+// A real Open Inference Protocol server for the remote engine's tests:
+// scripts/servers/oip_server.py (KServe's model server running our ONNX files with ONNX Runtime)
+// or scripts/servers/triton_server.py (Triton Inference Server, the same), as $SPEAKERSEG_OIP_SERVER names it with the Python of
 // $SPEAKERSEG_TOOLS_PYTHON, started on loopback with free ports, stopped with SIGTERM. Where it
 // listens comes from the line it prints when both models are ready: "ready grpc=HOST:PORT
 // http=HOST:PORT".
@@ -24,8 +24,8 @@ extern char** environ;
 
 namespace speakerseg::test {
 
-// Which server the tests run against: "kserve" (scripts/oip_server.py, the default) or "triton"
-// (scripts/triton_server.py, NVIDIA Triton Inference Server), from SPEAKERSEG_OIP_SERVER_KIND.
+// Which server the tests run against: "kserve" (scripts/servers/oip_server.py, the default) or "triton"
+// (scripts/servers/triton_server.py, NVIDIA Triton Inference Server), from SPEAKERSEG_OIP_SERVER_KIND.
 inline std::string oip_server_kind() {
   const char* kind = std::getenv("SPEAKERSEG_OIP_SERVER_KIND");
   return kind && *kind ? kind : "kserve";

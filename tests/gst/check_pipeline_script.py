@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """pipelines/speaker-changes.py (the element in a real decoding pipeline) against `speakerseg
-changes` (the core on its own): the same recording must give the same changes, and the RTTM must
-be the current-speaker timeline. Also decodes a compressed, resampled, stereo copy, and refuses what
+changes` (the core on its own): the same recording must give the same changes, and the RTTM must be
+the current-speaker timeline. Also decodes a compressed, resampled, stereo copy, and refuses what
 gst-launch-1.0 refuses (unknown properties, values that do not parse or are out of range) and a
-recording without an audio track, each with a message and a non-zero exit; says so where a
-recording holds no speech. Given the tooling's Python and scripts/oip_server.py (arguments 5 and 6),
+recording without an audio track, each with a message and a non-zero exit; says so where a recording
+holds no speech. Given the tooling's Python and scripts/servers/oip_server.py (arguments 5 and 6),
 also runs engine=remote against a server slower than remote-deadline: stdout keeps its JSON lines,
 the element's warning and the unanalysed stretch go to stderr, one line each."""
 import json

@@ -1617,7 +1617,7 @@ TEST(SpeakerChangeElement, EnrolledSpeakersAreAnnouncedByName) {
 
 // ---------------------------------------------------------------------------------------------
 // engine=remote: the networks on a real Open Inference Protocol server on loopback
-// (scripts/oip_server.py: KServe's model server, ONNX Runtime).
+// (scripts/servers/oip_server.py: KServe's model server, ONNX Runtime).
 
 #ifdef SPEAKERSEG_HAVE_REMOTE
 // One server for every test of the program, started on first use.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Reference mel spectrograms and GE2E partial embeddings for the voice encoder tests.
 
-The embeddings come from the numpy forward of scripts/ge2e_numpy.py with the original (PyTorch gate
-order) weights read from Resemblyzer 0.1.4's pretrained.pt, not from the ONNX export, so they check
-the export and the engine independently. The mel is Resemblyzer's own front end call,
+The embeddings come from the numpy forward of scripts/models/ge2e_numpy.py with the original
+(PyTorch gate order) weights read from Resemblyzer 0.1.4's pretrained.pt, not from the ONNX export,
+so they check the export and the engine independently. The mel is Resemblyzer's own front end call,
 librosa.feature.melspectrogram(y, sr=16000, n_fft=400, hop_length=160, n_mels=40): centred frames
 (1 + samples // 160 of them) with zero padding, periodic Hann window, power 2, slaney mel scale and
 normalisation, no log. Resemblyzer's preprocess_wav (volume normalisation, silence trimming) is not
@@ -33,7 +33,7 @@ import numpy as np
 
 from make_reference import RATE, espeak_conversation, read_wav
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts" / "models"))
 import ge2e_numpy  # noqa: E402
 
 N_FFT = 400
@@ -51,7 +51,9 @@ def mel_spectrogram(clip):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pt", required=True, help="resemblyzer/pretrained.pt (scripts/fetch_voice_model.sh extracts it)")
+    ap.add_argument("--pt", required=True,
+                    help="resemblyzer/pretrained.pt "
+                         "(scripts/models/fetch_voice_model.sh extracts it)")
     ap.add_argument("--data", required=True, help="folder with sample.wav, dev00.wav and trn00.wav")
     ap.add_argument("--out", required=True)
     ap.add_argument("--stamp")
@@ -63,7 +65,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     pt = pathlib.Path(a.pt)
     if not pt.is_file():
-        raise SystemExit(f"{pt} not found: run scripts/fetch_voice_model.sh first")
+        raise SystemExit(f"{pt} not found: run scripts/models/fetch_voice_model.sh first")
     weights = ge2e_numpy.load_pretrained(pt)
     data = pathlib.Path(a.data)
     if all((data / f).is_file() for _, f, _, _ in SPANS) and not a.synthesise:

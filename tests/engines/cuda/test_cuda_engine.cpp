@@ -3,9 +3,9 @@
 // forward passes each. FP32: every pass within 2e-3 (SPEC.md's figure, for every algorithm) and no
 // argmax change on a frame whose two best reference classes are more than 1e-3 apart; whether the
 // second and third passes (graph replays, where graphs are on) are bit-identical to the first is
-// reported ("[ replays ]" lines, which scripts/gpu-check.sh collects), not asserted; TF32: within
-// 0.5. The device arena is filled with NaN whenever it is taken, so a stage reading what none
-// wrote shows. Every test that needs a GPU skips, saying so, where there is none.
+// reported ("[ replays ]" lines, which scripts/gpu/gpu-check.sh collects), not asserted; TF32:
+// within 0.5. The device arena is filled with NaN whenever it is taken, so a stage reading what
+// none wrote shows. Every test that needs a GPU skips, saying so, where there is none.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,7 +83,7 @@ CudaEngineOptions options_for(LstmAlgorithm algorithm, bool graphs, int max_batc
   o.cuda_graphs = graphs;
   o.max_batch = max_batch;
   o.warn = [warnings](const std::string& m) { warnings->push_back(m); };
-  // Off only for compute-sanitizer's initcheck (scripts/gpu-check.sh), to which a memset is a
+  // Off only for compute-sanitizer's initcheck (scripts/gpu/gpu-check.sh), to which a memset is a
   // write that hides every later read of memory no stage wrote.
   o.fill_arena_nan = std::getenv("SPEAKERSEG_CUDA_TEST_NO_NAN_FILL") == nullptr;
   return o;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Several processes on one Open Inference Protocol server: scripts/oip_server.py started once,
-then `speakerseg changes --engine remote` on three recordings at the same time, each against the
-same recording through the local CPU engine. The server runs ONNX Runtime, which the CPU engine is
-held to within 1e-3 per log-probability: the same changes (speakers in order), times within two
+"""Several processes on one Open Inference Protocol server: scripts/servers/oip_server.py started
+once, then `speakerseg changes --engine remote` on three recordings at the same time, each against
+the same recording through the local CPU engine. The server runs ONNX Runtime, which the CPU engine
+is held to within 1e-3 per log-probability: the same changes (speakers in order), times within two
 frames.
 
   check_processes.py SPEAKERSEG MODEL DATA_DIR   (run by the tooling's Python: it starts the server)
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "scripts" / "servers"))
 import oip_process  # noqa: E402
 
 TWO_FRAMES = 2 * 270 / 16000  # s

@@ -1,6 +1,6 @@
 // The remote engine against a real Open Inference Protocol server on loopback
-// (scripts/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime; or, as
-// remote_engine_triton, scripts/triton_server.py: Triton Inference Server with dynamic batching):
+// (scripts/servers/oip_server.py: KServe's model server running our ONNX files with ONNX Runtime;
+// or, as remote_engine_triton, scripts/servers/triton_server.py: Triton Inference Server with dynamic batching):
 // the same log-probabilities and embeddings as ONNX Runtime's on real speech, several engines on
 // one server at once, a server that declares no tensors (KServe's default), and the refusals a user
 // meets (no server, a wrong model name or shape, a server slower than the deadline or gone), each
@@ -264,7 +264,7 @@ TEST(RemoteEngine, ABatchTheServerRefusesIsAnErrorNotAnOutage) {
   }
   std::printf("[ refused  ] %s\n", why.c_str());
   EXPECT_NE(why.find(small.address()), std::string::npos) << why;
-  // The server's own words: KServe's (scripts/oip_server.py) or Triton's.
+  // The server's own words: KServe's (scripts/servers/oip_server.py) or Triton's.
   EXPECT_NE(why.find(test::oip_server_kind() == "triton" ? "batch-size must be <= 2"
                                                          : "batch 4 over the max batch size 2"),
             std::string::npos)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prepares .gpu-bundle/ (git-ignored) for scripts/gpu-check.sh: what a GPU machine with nvcc, cuDNN,
-# a C++ compiler, ninja and Python 3, but no network and none of Debian's packages, lacks to build
-# the project with meson from meson.build (the one build definition) and test the core.
+# Prepares .gpu-bundle/ (git-ignored) for scripts/gpu/gpu-check.sh: what a GPU machine with nvcc,
+# cuDNN, a C++ compiler, ninja and Python 3, but no network and none of Debian's packages, lacks to
+# build the project with meson from meson.build (the one build definition) and test the core.
 #
 #   deps.tar.xz  Debian 12 packages unpacked with dpkg-deb -x, trimmed to headers, libraries and
 #                their pkg-config files: oneDNN, ONNX (onnx_proto), protobuf, libsndfile and the
@@ -15,9 +15,9 @@
 #
 # Run here (Debian 12, after scripts/setup.sh); it runs apt-get download for the packages whose
 # .deb is not in apt's cache. The whole bundle must stay under 64 MiB, the most a device run carries;
-# the script fails if it does not. Usage: scripts/gpu-bundle.sh [OUT_DIR]
+# the script fails if it does not. Usage: scripts/gpu/gpu-bundle.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 OUT=${1:-.gpu-bundle}
 LIMIT_MIB=64

@@ -3,9 +3,9 @@
 # nvidia-cudnn-cu13 wheel will do), a C++ compiler, ninja and Python 3, with no network and none of
 # Debian's packages, it
 #   1. prints the GPU, driver, CUDA, cuDNN and NVRTC versions, before anything else;
-#   2. unpacks .gpu-bundle/ (made here by scripts/gpu-bundle.sh) and builds the project with meson
-#      from meson.build, as every build is made (-Dcuda=enabled: a build that cannot find the CUDA
-#      libraries fails instead of quietly leaving the engine out; -Dgst=disabled);
+#   2. unpacks .gpu-bundle/ (made here by scripts/gpu/gpu-bundle.sh) and builds the project with
+#      meson from meson.build, as every build is made (-Dcuda=enabled: a build that cannot find the
+#      CUDA libraries fails instead of quietly leaving the engine out; -Dgst=disabled);
 #   then, in order of value, each phase in its own time slice and never past GPU_CHECK_BUDGET
 #   seconds from the start (what does not fit is skipped and named):
 #   tests       the host suites (meson suite gpu-host), test_cuda_engine (ONNX Runtime parity of
@@ -23,7 +23,7 @@
 # build, sanitizer) are packed into $GPU_CHECK_OUT/gpu-check-logs.tar.gz after every phase and at
 # exit, so that a run stopped at its limit still brings back what it found.
 #
-# Usage: scripts/gpu-check.sh [--build-only]
+# Usage: scripts/gpu/gpu-check.sh [--build-only]
 #   --build-only  no GPU needed: build and run the tests (the GPU ones skip), nothing else. CI runs
 #                 this (scripts/test.sh), so that what would break the GPU run breaks CI.
 # Exit: 0 all tests passed; 1 a build or test failure; 77 no NVIDIA GPU (nothing checked).
@@ -39,7 +39,7 @@
 #   GPU_CHECK_ROW_TIMEOUT  at most this many seconds per benchmark row (default 60)
 #   CUDNN_ROOT / CUDA_HOME  where cuDNN or the toolkit are, where the search below misses them
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SRC=$PWD
 BUNDLE=$(realpath -m "${GPU_BUNDLE:-.gpu-bundle}")
 WORK=$(realpath -m "${GPU_CHECK_DIR:-build-gpu-check}")
@@ -117,7 +117,7 @@ if [ -z "$gpus" ] && [ $BUILD_ONLY = 0 ]; then
     why="nvidia-smi is not installed"
   fi
   say "no NVIDIA GPU ($why): nothing to check."
-  say "(scripts/gpu-check.sh --build-only builds and runs the tests, which skip without a GPU)"
+  say "(scripts/gpu/gpu-check.sh --build-only builds and runs the tests, which skip without a GPU)"
   exit 77
 fi
 
@@ -256,7 +256,8 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),
 
 wheel=$(ls "$BUNDLE"/meson-*-py3-none-any.whl 2>/dev/null | head -n 1)
 [ -f "$BUNDLE/deps.tar.xz" ] && [ -f "$BUNDLE/data.tar.xz" ] && [ -n "$wheel" ] ||
-  die "$BUNDLE/deps.tar.xz, data.tar.xz or the meson wheel is missing: run scripts/gpu-bundle.sh where the Debian packages are"
+  die "$BUNDLE/deps.tar.xz, data.tar.xz or the meson wheel is missing:" \
+      "run scripts/gpu/gpu-bundle.sh where the Debian packages are"
 echo "=== build (in $BUILD)"
 start_build=$SECONDS
 DEPS=$WORK/deps

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The remote engine against the local CPU engine, same machine, one run (a benchmark, not a
-test): the Open Inference Protocol server (scripts/oip_server.py: KServe's model server running
+"""The remote engine against the local CPU engine, same machine, one run (a benchmark, not a test):
+the Open Inference Protocol server (scripts/servers/oip_server.py: KServe's model server running
 ONNX Runtime on the CPU) on loopback, and for each batch size the windows/s and the median and p99
 per request of `speakerseg bench --engine remote` beside `--engine cpu`; then N live channels in
 real time through one shared engine of each kind (`speakerseg live`): the delay inference adds to
@@ -10,8 +10,9 @@ What it measures on one machine is the protocol's cost (serialising 0.64 MB per 
 KServe's Python, a second copy of the work in another process) and ONNX Runtime against our
 engine; what a GPU tier gains is not here (docs/scale-out.md).
 
-  .venv/bin/python3 scripts/bench_remote.py [--batches 1 8 32] [--seconds 5] [--channels 8]
-      [--threads N]   (N: the CPU engine's threads and the server's ONNX Runtime threads)
+  .venv/bin/python3 scripts/benchmarks/bench_remote.py [--batches 1 8 32] [--seconds 5]
+      [--channels 8] [--threads N]
+      (N: the CPU engine's threads and the server's ONNX Runtime threads)
 """
 import argparse
 import json
@@ -21,8 +22,8 @@ import shlex
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "servers"))
 import oip_process  # noqa: E402
 
 

@@ -5,11 +5,11 @@
 # Source: the PyPI wheel resemblyzer==0.1.4 (sha256 as PyPI publishes it), members
 # resemblyzer/pretrained.pt (PyTorch weights) and Resemblyzer-0.1.4.dist-info/LICENSE, both kept
 # under models/.cache/resemblyzer/ (tests/reference/make_voice_reference.py reads pretrained.pt there).
-# scripts/convert_voice_model.py turns the weights into ONNX without torch; its output is
+# scripts/models/convert_voice_model.py turns the weights into ONNX without torch; its output is
 # byte-identical for the same weights, hence the pinned model checksum.
 # Idempotent: does nothing when every file is present and its checksum matches.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 MODEL=models/voice-encoder-ge2e.onnx
 MODEL_SHA256=b3aa8fbe922ddec5fbbb7f5d438ae82cabaf4ed65f18d78eaa356e19804591aa
@@ -66,7 +66,7 @@ fi
 if ! check "$MODEL" "$MODEL_SHA256"; then
   # Converted inside the (ignored) cache, then moved into place once its checksum holds.
   converted=$cache/voice-encoder-ge2e.onnx
-  "$PYTHON" scripts/convert_voice_model.py "$PT" "$converted"
+  "$PYTHON" scripts/models/convert_voice_model.py "$PT" "$converted"
   check "$converted" "$MODEL_SHA256" || {
     echo "fetch_voice_model: converted model does not have the expected sha256 $MODEL_SHA256" >&2
     rm -f "$converted"

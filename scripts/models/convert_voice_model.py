@@ -7,9 +7,9 @@ Relu -> LpNormalization(p=2, axis=-1) -> embedding [batch, 256].
 Initializers: lstm_l{0,1,2}_W [1, 1024, in], lstm_l{0,1,2}_R [1, 1024, 256], lstm_l{0,1,2}_B
 [1, 2048] in ONNX gate order (i, o, f, c); linear_W [256, 256] (out x in), linear_b [256].
 
-The output is byte-identical for the same pretrained.pt (scripts/fetch_voice_model.sh pins its sha256).
---verify (the default where onnxruntime is importable) compares ONNX Runtime with the numpy forward
-of the original PyTorch-order weights.
+The output is byte-identical for the same pretrained.pt (scripts/models/fetch_voice_model.sh pins
+its sha256). --verify (the default where onnxruntime is importable) compares ONNX Runtime with the
+numpy forward of the original PyTorch-order weights.
 """
 import argparse
 import hashlib

@@ -1,5 +1,5 @@
-"""Starts scripts/oip_server.py (the Open Inference Protocol test server) as a child process on
-free loopback ports and waits for its ready line; for the scripts and Python tests that need a
+"""Starts scripts/servers/oip_server.py (the Open Inference Protocol test server) as a child process
+on free loopback ports and waits for its ready line; for the scripts and Python tests that need a
 server (oip_check.py, bench_remote.py, tests/engines/remote/check_processes.py). The C++ tests'
 counterpart is tests/common/oip_server.h.
 
@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class Server:
@@ -18,8 +18,8 @@ class Server:
     the `with` block stops it with SIGTERM and waits; .exit_status is its status then."""
 
     def __init__(self, python, args=(), timeout=120.0):
-        self.command = [str(python), str(ROOT / "scripts" / "oip_server.py"), "--grpc-port", "0",
-                        "--http-port", "0", *args]
+        self.command = [str(python), str(ROOT / "scripts" / "servers" / "oip_server.py"),
+                        "--grpc-port", "0", "--http-port", "0", *args]
         self.timeout = timeout
         self.exit_status = None
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """How well the voice model tells an enrolled anchor's turns from everyone else's on the
-broadcast-like programmes (scripts/programmes.py): the ceiling of identity by voice, turn by turn.
+broadcast-like programmes (scripts/evaluation/programmes.py): the ceiling of identity by voice, turn
+by turn.
 
-Enrols each programme's anchors or hosts from their clips as scripts/evaluate.py does, embeds
-every reference turn whole (`speakerseg voiceprint`: the stream's utterance embedding; turns
+Enrols each programme's anchors or hosts from their clips as scripts/evaluation/evaluate.py does,
+embeds every reference turn whole (`speakerseg voiceprint`: the stream's utterance embedding; turns
 shorter than one partial, 1.6 s, are left out) and scores it against each enrolled voiceprint
-(cosine): the enrolled person's own turns against everyone else's. Prints, per split and format
-and per split over all formats, the count, mean and extreme of each side, the share at or above
+(cosine): the enrolled person's own turns against everyone else's. Prints, per split and format and
+per split over all formats, the count, mean and extreme of each side, the share at or above
 --threshold (the stream's match threshold at latency 2 s) and the equal error rate with its
 threshold; then everyone else's turns by their channel (studio, remote, telephone).
 
@@ -14,8 +15,9 @@ With --pairs instead: the first --seconds (3) of every embeddable turn against e
 of its programme, by the two turns' channels: the same person's and different people's cosines
 (count, mean, 5th and 95th percentile), which is how far apart the channel keeps people.
 
-  .venv/bin/python3 scripts/programme_voices.py [--splits train development] [--threshold 0.7]
-                                                [--pairs [--seconds 3]] [--json]
+  .venv/bin/python3 scripts/evaluation/programme_voices.py [--splits train development]
+                                                           [--threshold 0.7]
+                                                           [--pairs [--seconds 3]] [--json]
 """
 import itertools
 import argparse

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """How step, latency, min-speech and min-silence trade announcement delay against accuracy.
 
-Runs `scripts/evaluate.py --json` (the streaming logic of the element, `speakerseg changes`, scored
-with pyannote.metrics against the human RTTM) once per setting, varying one knob at a time around
-the defaults (step 1 s, latency 2 s, min-speech 0.3 s, min-silence 0.8 s), then
+Runs `scripts/evaluation/evaluate.py --json` (the streaming logic of the element, `speakerseg
+changes`, scored with pyannote.metrics against the human RTTM) once per setting, varying one knob at
+a time around the defaults (step 1 s, latency 2 s, min-speech 0.3 s, min-silence 0.8 s), then
 
   * plots F1@0.5, purity, coverage and the announcement delay against each knob (docs/tuning.png);
   * writes the numbers, with this command line, between the tuning-table markers of docs/tuning.md.
 
-  .venv/bin/python3 scripts/plot_tuning.py [--sets train development sample] [--jobs 2]
+  .venv/bin/python3 scripts/evaluation/plot_tuning.py [--sets train development sample] [--jobs 2]
                                            [--results results.json] [--replot]
 
 --results keeps the raw rows so that --replot can redraw the figure and the table without running
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULTS = {"step": 1.0, "latency": 2.0, "min_speech": 0.3, "min_silence": 0.8}  # core/streaming/stream_settings.h
 GRID = {
     "latency": [0.5, 1.0, 2.0, 3.0, 5.0],
@@ -51,7 +51,8 @@ def settings_to_run():
 
 
 def evaluate(settings, sets, speakerseg):
-    cmd = [sys.executable, str(ROOT / "scripts" / "evaluate.py"), "--json", "--threads", "1",
+    cmd = [sys.executable, str(ROOT / "scripts" / "evaluation" / "evaluate.py"), "--json",
+           "--threads", "1",
            "--speakerseg", speakerseg, "--sets", *sets, "--latency", f"{settings['latency']:g}", "--step", f"{settings['step']:g}",
            "--min-speech", f"{settings['min_speech']:g}", "--min-silence", f"{settings['min_silence']:g}"]
     run = subprocess.run(cmd, capture_output=True, text=True)
@@ -147,7 +148,7 @@ def main():
                 next(argv, None)
             elif not a.startswith("--results="):
                 shown.append(a)
-        command = " ".join([".venv/bin/python3 scripts/plot_tuning.py"] + shown)
+        command = " ".join([".venv/bin/python3 scripts/evaluation/plot_tuning.py"] + shown)
         todo = settings_to_run()
         rows = []
         with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -9,7 +9,7 @@ import pathlib
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 RATE = 16000
 

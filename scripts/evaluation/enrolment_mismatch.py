@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The programmes (scripts/programmes.py) with every enrolment clip as if recorded elsewhere.
+"""The programmes (scripts/evaluation/programmes.py) with every enrolment clip as if recorded
+elsewhere.
 
 A programme's enrolment clip comes from the same reading session as its speech, which scores the
-anchor's own turns 0.88 on average (scripts/programme_voices.py). On air an anchor is enrolled
-from other recordings: issue 28's TV anchor, enrolled that way, scored 0.73-0.85 (mean 0.81) on
-their own turns. This copies the programmes to OUT (WAVs and RTTMs as hard links, so the
-programmes themselves are untouched) and passes each enrolment clip through another recording
-chain, seeded:
+anchor's own turns 0.88 on average (scripts/evaluation/programme_voices.py). On air an anchor is
+enrolled from other recordings: issue 28's TV anchor, enrolled that way, scored 0.73-0.85 (mean
+0.81) on their own turns. This copies the programmes to OUT (WAVs and RTTMs as hard links, so the
+programmes themselves are untouched) and passes each enrolment clip through another recording chain,
+seeded:
 
   mic    another microphone: 2nd-order high-pass at 180 Hz and low-pass at 5.5 kHz, a presence
          peak at 3 kHz (+4 dB). Own turns score 0.81 on average, like the TV anchor's.
@@ -17,11 +18,11 @@ chain, seeded:
 
 Each clip keeps its peak level. --seconds N keeps only each clip's first N seconds (issue 28's
 reporter was enrolled from 6 s of his speech; the programmes' clips hold about 20 s). Use OUT
-with --programmes in scripts/evaluate.py, scripts/programme_voices.py or
-scripts/diart_compare.py (docs/identity.md, "Enrolled from another recording"):
+with --programmes in scripts/evaluation/evaluate.py, scripts/evaluation/programme_voices.py or
+scripts/evaluation/diart_compare.py (docs/identity.md, "Enrolled from another recording"):
 
-  .venv/bin/python3 scripts/enrolment_mismatch.py mic /tmp/programmes-mic
-  .venv/bin/python3 scripts/evaluate.py --programmes /tmp/programmes-mic \\
+  .venv/bin/python3 scripts/evaluation/enrolment_mismatch.py mic /tmp/programmes-mic
+  .venv/bin/python3 scripts/evaluation/evaluate.py --programmes /tmp/programmes-mic \\
       --sets programmes-train programmes-development --latency 2 --reidentify on
 """
 import argparse
@@ -68,7 +69,8 @@ def main():
     ap.add_argument("--seconds", type=float, help="keep only each clip's first SECONDS")
     args = ap.parse_args()
     if not (args.programmes / "train" / "programmes.json").exists():
-        raise SystemExit(f"no programmes in {args.programmes}: run scripts/programmes.py")
+        raise SystemExit(f"no programmes in {args.programmes}: "
+                         "run scripts/evaluation/programmes.py")
     rng = np.random.default_rng(args.seed)
     if args.out.exists():
         shutil.rmtree(args.out)

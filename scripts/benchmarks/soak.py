@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Soak test: hours of audio through a live, clock-synchronised speakerchange pipeline.
 
-  /usr/bin/python3 scripts/soak.py [--minutes 120] [--report-every 60] [--json OUT.jsonl]
+  /usr/bin/python3 scripts/benchmarks/soak.py [--minutes 120] [--report-every 60] [--json OUT.jsonl]
 
 appsrc (is-live, timestamps from a running sample count) loops the recordings of
 ../shared/data/pyannote-debug into  speakerchange ! fakesink sync=true , so audio arrives at real

@@ -2,7 +2,7 @@
 """An Open Inference Protocol (KServe v2) server for the project's two networks, for tests and
 benchmarks of the element's remote engine (issue 29).
 
-  .venv/bin/python3 scripts/oip_server.py [--host 127.0.0.1] [--grpc-port 0] [--http-port 0]
+  .venv/bin/python3 scripts/servers/oip_server.py [--host 127.0.0.1] [--grpc-port 0] [--http-port 0]
       [--models models/] [--threads 1] [--instances 1] [--delay-ms 0] [--max-batch 0]
       [--max-message-bytes 2147483647] [--no-metadata] [--verbose]
 
@@ -46,7 +46,7 @@ import os
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # name: (file, {input: dims}, {output: dims}); -1 is any size, the first dimension is the batch.
 MODELS = {

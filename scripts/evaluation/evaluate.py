@@ -30,12 +30,12 @@ Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(m
 recordings, the *-concat sets join them into recordings where the same people come back after
 other meetings or silence (AMI speaker names are global, so the joined annotation says who
 returns): train-concat and train-concat-more to tune on, development-concat to report. The
-programmes-* sets are the broadcast-like programmes of scripts/programmes.py (built into
+programmes-* sets are the broadcast-like programmes of scripts/evaluation/programmes.py (built into
 --programmes if missing): programmes-train to tune on, programmes-development to report; with
 `reidentify` on, each programme's anchors or hosts are enrolled from their enrolment clips
 (`speakerseg enroll`) and the run gets the voiceprints.
 
-  .venv/bin/python3 scripts/evaluate.py [--sets train development sample train-concat
+  .venv/bin/python3 scripts/evaluation/evaluate.py [--sets train development sample train-concat
                                          train-concat-more development-concat newcomer
                                          programmes-train programmes-development]
                                         [--latency 1 2 5 offline]
@@ -60,7 +60,7 @@ from scipy.io import wavfile
 
 import programmes
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 SETS = {"train": "train", "development": "development", "sample": "sample"}
 PROGRAMMES = {"programmes-train": "train", "programmes-development": "development"}
@@ -385,7 +385,8 @@ def main():
             "anchor named of announced", "confusion as announced", "anchor recall as announced",
             "anchor FA as announced", "relabelled", "revision delay p50", "revision delay p90"]
     if not args.json:
-        print(f"# command: .venv/bin/python3 scripts/evaluate.py {' '.join(sys.argv[1:])}\n")
+        print("# command: .venv/bin/python3 scripts/evaluation/evaluate.py "
+              f"{' '.join(sys.argv[1:])}\n")
         print("| set | latency | voice | precision | " + " | ".join(cols) + " | audio |")
         print("|---|---|---|---|" + "---:|" * (len(cols) + 1))
     for set_name in args.sets:

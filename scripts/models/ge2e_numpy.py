@@ -1,7 +1,7 @@
 """Resemblyzer 0.1.4's GE2E voice encoder in numpy: its weights read from pretrained.pt without torch,
 and its forward pass.
 
-Shared by scripts/convert_voice_model.py (which checks its ONNX export against forward()) and
+Shared by scripts/models/convert_voice_model.py (which checks its ONNX export against forward()) and
 tests/reference/make_voice_reference.py (whose embeddings are the engine's independent reference).
 """
 import collections

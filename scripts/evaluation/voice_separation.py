@@ -16,7 +16,7 @@ recording are taken for one. Last, on train, a piece against a person's other pi
 recording: their centroid (what a voiceprint is) against their nearest piece (exemplars), at as
 many false accepts (--false-accepts).
 
-  .venv/bin/python3 scripts/voice_separation.py [--speakerseg build/tools/speakerseg]
+  .venv/bin/python3 scripts/evaluation/voice_separation.py [--speakerseg build/tools/speakerseg]
                                                 [--seconds 3] [--thresholds 0.70 0.75]
                                                 [--false-accepts 0.05 0.02] [--json]
 """
@@ -33,7 +33,7 @@ import numpy as np
 from pyannote.core import Timeline
 from pyannote.database.util import load_rttm
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 SETS = {"train": "train.rttm", "development": "development.rttm"}
 PARTIAL = 1.6

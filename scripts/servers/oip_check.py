@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""End-to-end check of an Open Inference Protocol (KServe v2) server for the project's networks:
-by default it starts scripts/oip_server.py on free loopback ports, checks it, stops it with
+"""End-to-end check of an Open Inference Protocol (KServe v2) server for the project's networks: by
+default it starts scripts/servers/oip_server.py on free loopback ports, checks it, stops it with
 SIGTERM and checks that it exits with status 0.
 
-  .venv/bin/python3 scripts/oip_check.py [--wav ../shared/data/pyannote-debug/sample.wav]
+  .venv/bin/python3 scripts/servers/oip_check.py [--wav ../shared/data/pyannote-debug/sample.wav]
       [--batches 1 8 64] [--server-arg=--threads=2 ...]
-  .venv/bin/python3 scripts/oip_check.py --grpc HOST:PORT [--http HOST:PORT]   # a running server
-                                                                                # (e.g. Triton)
+  .venv/bin/python3 scripts/servers/oip_check.py --grpc HOST:PORT [--http HOST:PORT]
+      # a running server (e.g. Triton)
 
 Over gRPC, with the protocol's generated stubs that KServe ships (kserve.protocol.grpc):
 ServerLive, ServerReady, ModelReady and ModelMetadata (names, FP32, shapes) of both models;
@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 import wave
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEG, VOICE = "segmentation-3.0", "voice-encoder-ge2e"
 EXPECTED = {
     SEG: ({"input": [-1, 1, 160000]}, {"output": [-1, -1, 7]}),
@@ -39,7 +39,9 @@ WINDOW, RATE = 160000, 16000
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    p.add_argument("--grpc", help="HOST:PORT of a running server (default: start scripts/oip_server.py)")
+    p.add_argument("--grpc",
+                   help="HOST:PORT of a running server "
+                        "(default: start scripts/servers/oip_server.py)")
     p.add_argument("--http", help="HOST:PORT of its HTTP endpoint (with --grpc; optional)")
     p.add_argument("--server-arg", action="append", default=[], help="passed to oip_server.py")
     p.add_argument("--models", default=str(ROOT / "models"), help="the .onnx files for the reference")

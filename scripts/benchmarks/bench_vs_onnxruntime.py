@@ -16,9 +16,10 @@ recording's mel, repeated to fill a batch; librosa's mel for ONNX Runtime, ours 
 With --precision fp32 bf16 (the default where the CPU has AVX512_BF16), ours also at precision
 bf16 (the LSTM products in bf16, an exploration: docs/performance.md), side by side in the same run.
 
-  .venv/bin/python3 scripts/bench_vs_onnxruntime.py [--threads 1 2] [--batch 1 32] [--seconds 5]
-                                                    [--precision fp32 [bf16]]
-                                                    [--voice [--voice-batch 1 8 32]]
+  .venv/bin/python3 scripts/benchmarks/bench_vs_onnxruntime.py [--threads 1 2] [--batch 1 32]
+                                                               [--seconds 5]
+                                                               [--precision fp32 [bf16]]
+                                                               [--voice [--voice-batch 1 8 32]]
 """
 import argparse
 import json
@@ -32,7 +33,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 from make_reference import read_wav, pad, RATE, WINDOW  # noqa: E402
 

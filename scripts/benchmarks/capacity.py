@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """How many live channels one process sustains: speakerchange with the shared engine on and off.
 
-  /usr/bin/python3 scripts/capacity.py [--shared on off] [--seconds 60] [--warmup 20] [--core]
-                                       [--start 8] [--max 1024] [--step 1] [--latency 2] [--replay]
-                                       [--threads-shared 2] [--threads-own 1] [NAME=VALUE ...]
+  /usr/bin/python3 scripts/benchmarks/capacity.py [--shared on off] [--seconds 60] [--warmup 20]
+                                                  [--core] [--start 8] [--max 1024] [--step 1]
+                                                  [--latency 2] [--replay] [--threads-shared 2]
+                                                  [--threads-own 1] [NAME=VALUE ...]
 
 Every trial runs N channels in one pipeline of a fresh process (this script with --trial N):
 per channel  appsrc (is-live, 100 ms buffers, min-latency 100 ms) ! speakerchange ! fakesink
@@ -232,7 +233,8 @@ def main():
     if a.trial:
         return trial(a)
 
-    print(f"# command: /usr/bin/python3 scripts/capacity.py {' '.join(sys.argv[1:])}", flush=True)
+    print(f"# command: /usr/bin/python3 scripts/benchmarks/capacity.py {' '.join(sys.argv[1:])}",
+          flush=True)
     print(f"# {os.cpu_count()} CPUs; {a.seconds:g} s measured after {a.warmup:g} s per trial", flush=True)
     found = {}
     for shared in a.shared:

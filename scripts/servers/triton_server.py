@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """NVIDIA Triton Inference Server itself serving the project's two networks, for tests of the
-element's remote engine against Triton (issue 38 §2), beside KServe's (scripts/oip_server.py).
+element's remote engine against Triton (issue 38 §2), beside KServe's (scripts/servers/oip_server.py).
 
-  .venv-triton/bin/python3 scripts/triton_server.py [--host 127.0.0.1] [--grpc-port 0]
+  .venv-triton/bin/python3 scripts/servers/triton_server.py [--host 127.0.0.1] [--grpc-port 0]
       [--http-port 0] [--models models/] [--threads 1] [--delay-ms 0] [--max-batch 64]
       [--queue-delay-us 2000] [--verbose]
 
@@ -20,7 +20,7 @@ with --queue-delay-us):
                                                                   deploy/triton's model)
   voice-encoder-ge2e  mel    [-1, -1, 40]   ->  embedding [-1, 256]
 
-Once both models are ready it prints one line on stdout, as scripts/oip_server.py does:
+Once both models are ready it prints one line on stdout, as scripts/servers/oip_server.py does:
   ready grpc=127.0.0.1:PORT http=127.0.0.1:PORT
 (Triton's log goes to stderr with --verbose, else to a temporary file removed at exit). Ports 0: free ones, found by binding
 port 0 first (Triton itself needs a number). SIGTERM or SIGINT stops it (exit status 0).
@@ -44,7 +44,7 @@ from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 from pytriton.triton import Triton, TritonConfig
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv):

@@ -6,7 +6,7 @@ Evaluates segmentation-3.0 in float64 with NumPy (a direct transcription of the 
 names) on windows of a recording, and prints each window's max |difference| from float64 for ONNX
 Runtime (float32, one thread) and for `speakerseg logits`.
 
-  .venv/bin/python3 scripts/float64_check.py [--input WAV] [--windows 0 18]
+  .venv/bin/python3 scripts/evaluation/float64_check.py [--input WAV] [--windows 0 18]
 """
 import argparse
 import pathlib
@@ -20,7 +20,7 @@ import onnxruntime as ort
 from numpy.lib.stride_tricks import sliding_window_view
 from onnx import numpy_helper
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 from make_reference import read_wav, pad, session, RATE  # noqa: E402
 

@@ -43,7 +43,8 @@ and programmes.json (the list, written last). The same seed gives
 byte-identical files on one machine (Opus and the jingle's decoding come from the system's
 GStreamer).
 
-  .venv/bin/python3 scripts/programmes.py [--out build/programmes] [--seed 1] [--per-format 3]
+  .venv/bin/python3 scripts/evaluation/programmes.py [--out build/programmes] [--seed 1]
+                                                     [--per-format 3]
 """
 import argparse
 import collections
@@ -62,7 +63,7 @@ from pyannote.core import Annotation, Segment
 from scipy.io import wavfile
 from scipy.signal import butter, resample_poly, sosfiltfilt
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "librispeech"
 OUT = ROOT / "build" / "programmes"
 RATE = 16000
@@ -544,7 +545,7 @@ def build_split(folder, k, readers_of, seed, per_format):
             "people": len({p["reader"] for m in manifests for p in m["people"]})}
 
 
-SOURCE = """Programmes built by scripts/programmes.py (seed {seed}) from:
+SOURCE = """Programmes built by scripts/evaluation/programmes.py (seed {seed}) from:
 
 Speech: LibriSpeech (c) 2014 by Vassil Panayotov, CC BY 4.0 (LICENSE_LibriSpeech.TXT), as copied
 into ../shared/data/librispeech from Resemblyzer's repository (see its SOURCE.txt). The

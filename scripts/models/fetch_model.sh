@@ -6,7 +6,7 @@
 # carries the file: it downloads it at run time from a hub this project cannot rely on.)
 # Idempotent: does nothing when the file is present and its checksum matches.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 MODEL=models/segmentation-3.0.onnx
 MODEL_SHA256=b78fc48113bb46fd247ae6a9aea737079550c647638db961df7e0e1e9f4ba62e

@@ -2,7 +2,8 @@
 """diart's online clustering (Coria et al. 2021, "Overlap-aware low-latency online speaker
 diarization based on end-to-end local segmentation") on the broadcast-like programmes, with OUR
 models (models/segmentation-3.0.onnx, models/voice-encoder-ge2e.onnx) and OUR window schedule,
-scored as scripts/evaluate.py scores our own identity decisions, so the rows compare directly.
+scored as scripts/evaluation/evaluate.py scores our own identity decisions, so the rows compare
+directly.
 
 Our own reimplementation from the facts of diart's source (diart/blocks/{clustering,embedding,
 aggregation,diarization}.py, diart/mapping.py, diart/functional.py); no diart code is used.
@@ -46,20 +47,21 @@ aggregation,diarization}.py, diart/mapping.py, diart/functional.py); no diart co
                 Binarize), gaps under 0.1 s merged; "one at a time": per frame only the most
                 active global speaker, if > tau_active (like our announced timeline).
 
-Scoring reuses scripts/evaluate.py (recordings(), named_seconds(), figures()): DER with no collar,
-overlap scored, pooled over a set; confusion, missed, FA as fractions of reference speech;
-labels / people; anchor recall, anchor FA and anchor named of announced over the enrolled people.
-The programmes' references have no overlap.
+Scoring reuses scripts/evaluation/evaluate.py (recordings(), named_seconds(), figures()): DER with
+no collar, overlap scored, pooled over a set; confusion, missed, FA as fractions of reference
+speech; labels / people; anchor recall, anchor FA and anchor named of announced over the enrolled
+people. The programmes' references have no overlap.
 
 The networks run once per programme; their outputs (log-probabilities of every window, the
 per-window embeddings for both activation kinds, the enrolment embeddings) are cached in
 --cache (np.savez) so tuning the clustering re-runs nothing heavy. ONNX Runtime uses one thread.
 
-  nice -n 10 .venv/bin/python3 scripts/diart_compare.py --grid --ami-defaults --per-recording
+  nice -n 10 .venv/bin/python3 scripts/evaluation/diart_compare.py --grid --ami-defaults \\
+      --per-recording
       # tune on programmes-train (lowest DER, then confusion; the best setting per activation kind
       # and hypothesis), report --sets at it; 7 min with an empty cache on a shared 2-core Xeon
       # (the networks 6 min), about 1 min from the cache
-  nice -n 10 .venv/bin/python3 scripts/diart_compare.py --sets programmes-development \\
+  nice -n 10 .venv/bin/python3 scripts/evaluation/diart_compare.py --sets programmes-development \\
       --activations hard --delta-new 0.2 --rho-update 0.2 --tau-active 0.5   # one setting
   options: --sets programmes-train programmes-development  --latency 2  --activations soft hard
            --grid-set programmes-train (programmes-development: a bound, not a figure)
@@ -88,7 +90,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import evaluate  # noqa: E402
 import programmes  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RATE = 16000
 WINDOW = 10 * RATE
 FRAMES = 589
@@ -530,7 +532,8 @@ def main():
     nets = sessions()
     sets = {s: load_set(args, s, nets) for s in dict.fromkeys(
         ([args.grid_set] if args.grid else []) + args.sets)}
-    print(f"# command: .venv/bin/python3 scripts/diart_compare.py {' '.join(sys.argv[1:])}")
+    print("# command: .venv/bin/python3 scripts/evaluation/diart_compare.py "
+          f"{' '.join(sys.argv[1:])}")
     print(f"# networks ready (cache {args.cache}) after {time.time() - t0:.0f} s\n")
 
     settings = []
