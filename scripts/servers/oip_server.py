@@ -41,12 +41,11 @@ limits (default INT32_MAX, as Triton; KServe's own default, 8 MiB, is less than 
 get_output_types not overridden): ModelMetadata lists no inputs and no outputs; requests are still
 checked against the tensors above and refused (INVALID_ARGUMENT) where they do not fit.
 """
-import argparse
 import os
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+import server_options
 
 # name: (file, {input: dims}, {output: dims}); -1 is any size, the first dimension is the batch.
 MODELS = {
@@ -58,17 +57,8 @@ MODELS = {
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("--host", default="127.0.0.1", help="address both servers bind (default: loopback)")
-    p.add_argument("--grpc-port", type=int, default=0, help="0: a free port, printed on the ready line")
-    p.add_argument("--http-port", type=int, default=0, help="0: a free port, printed on the ready line")
-    p.add_argument("--models", default=str(ROOT / "models"), help="folder of the .onnx files")
-    p.add_argument("--segmentation-name", default="segmentation-3.0")
-    p.add_argument("--voice-name", default="voice-encoder-ge2e")
-    p.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads (0: per core)")
+    p = server_options.server_parser(__doc__.split("\n\n")[0])
     p.add_argument("--instances", type=int, default=1, help="inferences one model runs at once")
-    p.add_argument("--delay-ms", type=float, default=0.0, help="wait added to every inference")
     p.add_argument("--max-batch", type=int, default=0, help="refuse larger batches (0: no limit)")
     p.add_argument("--max-message-bytes", type=int, default=2**31 - 1, help="gRPC send/receive limit")
     p.add_argument("--no-metadata", action="store_true",
@@ -76,8 +66,9 @@ def parse_args(argv):
     p.add_argument("--grace", type=float, default=5.0, help="seconds given to requests in flight at stop")
     p.add_argument("--verbose", action="store_true", help="KServe's and uvicorn's INFO logs (stderr)")
     a = p.parse_args(argv)
-    if a.instances < 1 or a.threads < 0 or a.delay_ms < 0 or a.max_batch < 0:
-        p.error("--instances >= 1, --threads >= 0, --delay-ms >= 0, --max-batch >= 0")
+    server_options.check(p, a)
+    if a.instances < 1 or a.max_batch < 0:
+        p.error("--instances >= 1, --max-batch >= 0")
     return a
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """NVIDIA Triton Inference Server itself serving the project's two networks, for tests of the
-element's remote engine against Triton (issue 38 §2), beside KServe's (scripts/servers/oip_server.py).
+element's remote engine against Triton (issue 38 §2), beside KServe's
+(scripts/servers/oip_server.py).
 
   .venv-triton/bin/python3 scripts/servers/triton_server.py [--host 127.0.0.1] [--grpc-port 0]
       [--http-port 0] [--models models/] [--threads 1] [--delay-ms 0] [--max-batch 64]
@@ -22,13 +23,13 @@ with --queue-delay-us):
 
 Once both models are ready it prints one line on stdout, as scripts/servers/oip_server.py does:
   ready grpc=127.0.0.1:PORT http=127.0.0.1:PORT
-(Triton's log goes to stderr with --verbose, else to a temporary file removed at exit). Ports 0: free ones, found by binding
-port 0 first (Triton itself needs a number). SIGTERM or SIGINT stops it (exit status 0).
+Triton's log goes to stderr with --verbose, else to a temporary file removed at exit. Ports 0:
+free ones, found by binding port 0 first (Triton itself needs a number). --host: the address its
+gRPC, HTTP and metrics endpoints bind. SIGTERM or SIGINT stops it (exit status 0).
 
 --delay-ms: every inference first waits this long, to emulate a slow server. --max-batch: the
 models' max_batch_size; Triton refuses a larger request with INVALID_ARGUMENT.
 """
-import argparse
 import logging
 import pathlib
 import signal
@@ -44,27 +45,19 @@ from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 from pytriton.triton import Triton, TritonConfig
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+import server_options
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--host", default="127.0.0.1", help="address the ready line names (Triton binds every interface)")
-    p.add_argument("--grpc-port", type=int, default=0, help="0: a free port, printed on the ready line")
-    p.add_argument("--http-port", type=int, default=0, help="0: a free port, printed on the ready line")
-    p.add_argument("--models", default=str(ROOT / "models"), help="folder of the .onnx files")
-    p.add_argument("--segmentation-name", default="segmentation-3.0")
-    p.add_argument("--voice-name", default="voice-encoder-ge2e")
-    p.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads (0: per core)")
-    p.add_argument("--delay-ms", type=float, default=0.0, help="wait added to every inference")
+    p = server_options.server_parser(__doc__.split("\n\n")[0])
     p.add_argument("--max-batch", type=int, default=64, help="each model's max_batch_size")
     p.add_argument("--queue-delay-us", type=int, default=2000,
                    help="the dynamic batcher's max_queue_delay_microseconds")
     p.add_argument("--verbose", action="store_true", help="Triton's log on stderr")
     a = p.parse_args(argv)
-    if a.threads < 0 or a.delay_ms < 0 or a.max_batch < 1 or a.queue_delay_us < 0:
-        p.error("--threads >= 0, --delay-ms >= 0, --max-batch >= 1, --queue-delay-us >= 0")
+    server_options.check(p, a)
+    if a.max_batch < 1 or a.queue_delay_us < 0:
+        p.error("--max-batch >= 1, --queue-delay-us >= 0")
     return a
 
 
@@ -101,7 +94,8 @@ def main(argv):
     if not a.verbose:
         logging.getLogger("pytriton").setLevel(logging.ERROR)
     logs = tempfile.TemporaryDirectory(prefix="triton-server-")
-    config = TritonConfig(grpc_port=grpc_port, http_port=http_port, metrics_port=free_port(),
+    config = TritonConfig(grpc_address=a.host, grpc_port=grpc_port, http_address=a.host,
+                          http_port=http_port, metrics_address=a.host, metrics_port=free_port(),
                           log_verbose=0, exit_on_error=True,
                           log_file=None if a.verbose else pathlib.Path(logs.name) / "triton.log")
     batching = dict(batching=True, max_batch_size=a.max_batch,
