@@ -371,11 +371,12 @@ def main():
     ap.add_argument("--switch-margin", dest="switch_margin", type=float)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", nargs="+", default=["fp32"],
-                    choices=["fp32", "bf16", "fp16-emulated", "bf16-emulated", "tf32-emulated"],
+                    choices=["fp32", "bf16", "fp16-emulated", "bf16-emulated", "tf32-emulated",
+                             "fp16-emulated-fp32-sinc", "bf16-emulated-fp32-sinc"],
                     help="the CPU engines' precision, each a row: bf16 (AVX512_BF16: the LSTM "
                          "products in bf16, an exploration), or a GPU's tensor-core math emulated "
-                         "(every product's operands rounded to fp16, bf16 or tf32, fp32 sums: "
-                         "docs/gpu.md, 'Reduced precision, emulated')")
+                         "(every product's operands rounded to fp16, bf16 or tf32, fp32 sums; "
+                         "-fp32-sinc: but SincNet's: docs/gpu.md, 'Reduced precision, emulated')")
     ap.add_argument("--model", default=str(ROOT / "models" / "segmentation-3.0.onnx"))
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--programmes", default=str(programmes.OUT),

@@ -64,7 +64,8 @@ class CpuEngine final : public SegmentationEngine {
   CpuEngine(std::shared_ptr<const SegmentationModel> model, const CpuEngineOptions& options)
       : model_(std::move(model)),
         threads_(options.threads > 0 ? options.threads : omp_get_max_threads()),
-        rounding_(cpu::emulated_rounding(options.precision)) {
+        rounding_(cpu::emulated_rounding(options.precision)),
+        sinc_rounding_(cpu::emulated_sinc_rounding(options.precision)) {
     // The SincNet filters are symmetric (cosine half) and antisymmetric (sine half) about their
     // centre tap, so each output is a product with pre-added / pre-subtracted sample pairs: half
     // the multiply-adds of the plain convolution.
@@ -78,8 +79,8 @@ class CpuEngine final : public SegmentationEngine {
       for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
     }
     if (rounding_ != cpu::Rounding::kNone) {
-      cpu::round_in_place(rounding_, sinc_even_.data(), sinc_even_.size());
-      cpu::round_in_place(rounding_, sinc_odd_.data(), sinc_odd_.size());
+      cpu::round_in_place(sinc_rounding_, sinc_even_.data(), sinc_even_.size());
+      cpu::round_in_place(sinc_rounding_, sinc_odd_.data(), sinc_odd_.size());
       for (int i = 0; i < 2; ++i)
         rounded_conv_[i] = cpu::rounded_copy(rounding_, model_->conv_weight[i].data(),
                                              model_->conv_weight[i].size());
@@ -197,8 +198,8 @@ class CpuEngine final : public SegmentationEngine {
       cpu::symmetric_pairs(
           &wave_[static_cast<size_t>(b) * samples + static_cast<size_t>(r0) * kSincStride], n,
           kSincStride, kSide, sums, diffs);
-      cpu::round_in_place(rounding_, sums, static_cast<size_t>(n) * (kSide + 1));
-      cpu::round_in_place(rounding_, diffs, static_cast<size_t>(n) * kSide);
+      cpu::round_in_place(sinc_rounding_, sums, static_cast<size_t>(n) * (kSide + 1));
+      cpu::round_in_place(sinc_rounding_, diffs, static_cast<size_t>(n) * kSide);
       gemm(true, n, half, kSide + 1, sums, kSide + 1, sinc_even_.data(), kSide + 1, 0.f, conv,
            kSincFilters);
       gemm(true, n, half, kSide, diffs, kSide, sinc_odd_.data(), kSide, 0.f, conv + half,
@@ -319,7 +320,8 @@ class CpuEngine final : public SegmentationEngine {
 
   std::shared_ptr<const SegmentationModel> model_;
   const int threads_;
-  const cpu::Rounding rounding_;  // kNone but at an emulated precision
+  const cpu::Rounding rounding_;       // kNone but at an emulated precision
+  const cpu::Rounding sinc_rounding_;  // SincNet's: kNone also for the *-fp32-sinc ones
   std::vector<float> sinc_even_, sinc_odd_;
   std::array<std::vector<float>, 2> rounded_conv_;  // empty but at an emulated precision
   std::array<std::vector<float>, 3> rounded_head_;
@@ -338,9 +340,13 @@ class CpuEngine final : public SegmentationEngine {
 }  // namespace
 
 namespace {
-constexpr CpuPrecision kPrecisions[] = {CpuPrecision::kFp32, CpuPrecision::kBf16,
-                                        CpuPrecision::kFp16Emulated, CpuPrecision::kBf16Emulated,
-                                        CpuPrecision::kTf32Emulated};
+constexpr CpuPrecision kPrecisions[] = {CpuPrecision::kFp32,
+                                        CpuPrecision::kBf16,
+                                        CpuPrecision::kFp16Emulated,
+                                        CpuPrecision::kBf16Emulated,
+                                        CpuPrecision::kTf32Emulated,
+                                        CpuPrecision::kFp16EmulatedFp32Sinc,
+                                        CpuPrecision::kBf16EmulatedFp32Sinc};
 }  // namespace
 
 const char* cpu_precision_name(CpuPrecision precision) {
@@ -353,6 +359,10 @@ const char* cpu_precision_name(CpuPrecision precision) {
       return "bf16-emulated";
     case CpuPrecision::kTf32Emulated:
       return "tf32-emulated";
+    case CpuPrecision::kFp16EmulatedFp32Sinc:
+      return "fp16-emulated-fp32-sinc";
+    case CpuPrecision::kBf16EmulatedFp32Sinc:
+      return "bf16-emulated-fp32-sinc";
     case CpuPrecision::kFp32:
       break;
   }
@@ -373,8 +383,10 @@ namespace cpu {
 Rounding emulated_rounding(CpuPrecision precision) {
   switch (precision) {
     case CpuPrecision::kFp16Emulated:
+    case CpuPrecision::kFp16EmulatedFp32Sinc:
       return Rounding::kFp16;
     case CpuPrecision::kBf16Emulated:
+    case CpuPrecision::kBf16EmulatedFp32Sinc:
       return Rounding::kBf16;
     case CpuPrecision::kTf32Emulated:
       return Rounding::kTf32;
@@ -383,6 +395,12 @@ Rounding emulated_rounding(CpuPrecision precision) {
       break;
   }
   return Rounding::kNone;
+}
+
+Rounding emulated_sinc_rounding(CpuPrecision precision) {
+  const bool fp32_sinc = precision == CpuPrecision::kFp16EmulatedFp32Sinc ||
+                         precision == CpuPrecision::kBf16EmulatedFp32Sinc;
+  return fp32_sinc ? Rounding::kNone : emulated_rounding(precision);
 }
 
 LstmIsa recurrence_kernel(CpuPrecision precision) {

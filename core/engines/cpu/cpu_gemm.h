@@ -42,8 +42,10 @@ class ScopedOmpThreads {
   int caller_;
 };
 
-// The rounding an emulated precision gives every product's operands (kNone for fp32 and bf16).
+// The rounding an emulated precision gives every product's operands (kNone for fp32 and bf16),
+// and SincNet's products' (also kNone for the *-fp32-sinc precisions).
 Rounding emulated_rounding(CpuPrecision precision);
+Rounding emulated_sinc_rounding(CpuPrecision precision);
 
 // An LSTM layer's input projection C[m][n] = A[m][k] * W^T (W [n][k], rows of A k apart, of C n
 // apart): oneDNN's sgemm on the model's weights, at precision bf16 the bf16 product on a copy

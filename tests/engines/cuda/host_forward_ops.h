@@ -25,15 +25,19 @@ namespace speakerseg::test {
 // Each operation as its documentation says, in double where it sums.
 class HostOps final : public cuda::ForwardOps {
  public:
-  HostOps(const SegmentationModel& model, int frames, cpu::Rounding rounding = cpu::Rounding::kNone)
-      : frames_(frames), rounding_(rounding) {
+  // `fp32_sinc`: SincNet's two products (named "SincNet, ...") unrounded, as the CPU engine's
+  // *-emulated-fp32-sinc precisions.
+  HostOps(const SegmentationModel& model, int frames, cpu::Rounding rounding = cpu::Rounding::kNone,
+          bool fp32_sinc = false)
+      : frames_(frames), rounding_(rounding), fp32_sinc_(fp32_sinc) {
     const size_t bytes = test::scrambled_layout(&slots_);
     weight_space_ = cudnn::pack_lstm_weights(model, slots_, bytes);
   }
 
   void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-            float beta, float* c, int ldc, const char*) override {
-    if (rounding_ != cpu::Rounding::kNone) {
+            float beta, float* c, int ldc, const char* what) override {
+    const bool sinc = std::strncmp(what, "SincNet", 7) == 0;
+    if (rounding_ != cpu::Rounding::kNone && !(sinc && fp32_sinc_)) {
       // Rounded copies of the spans the product reads (column-major: the last column's rows).
       const std::vector<float> ra = cpu::rounded_copy(
           rounding_, a, static_cast<size_t>(lda) * ((ta ? m : k) - 1) + (ta ? k : m));
@@ -198,6 +202,7 @@ class HostOps final : public cuda::ForwardOps {
 
   int frames_, batch_ = 0;
   cpu::Rounding rounding_;
+  bool fp32_sinc_;
   float (*round_)(float) = round_of(rounding_);
   std::vector<cudnn::WeightSlot> slots_;
   std::vector<char> weight_space_;

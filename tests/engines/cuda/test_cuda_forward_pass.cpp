@@ -37,7 +37,8 @@ struct PassResult {
 };
 
 PassResult run_case(const std::string& name, const std::string& model_path, int batch,
-                    int sinc_chunk, cpu::Rounding rounding = cpu::Rounding::kNone) {
+                    int sinc_chunk, cpu::Rounding rounding = cpu::Rounding::kNone,
+                    bool fp32_sinc = false) {
   const std::string dir = test::reference_dir();
   const NpyArray input = read_npy(dir + "/" + name + ".input.npy");
   const NpyArray reference = read_npy(dir + "/" + name + ".logprobs.npy");
@@ -59,7 +60,7 @@ PassResult run_case(const std::string& name, const std::string& model_path, int 
   std::copy(input.data.begin(), input.data.begin() + static_cast<size_t>(batch) * samples,
             reinterpret_cast<float*>(pass.arena + pass.layout.wave));
 
-  HostOps ops(*model, frames, rounding);
+  HostOps ops(*model, frames, rounding, fp32_sinc);
   ops.set_batch(batch);
   cuda::run_forward_pass(pass, ops);
 
@@ -114,15 +115,20 @@ TEST(CudaForwardPass, EmulatedPrecisionAgreesWithTheCpuEngine) {
     cpu::Rounding rounding;
     CpuPrecision precision;
     double max_prob_diff;  // between the two emulations
+    bool fp32_sinc;
   };
   const std::string dir = test::reference_dir();
   const NpyArray input = read_npy(dir + "/first_window.input.npy");
   const int samples = static_cast<int>(input.shape.at(1));
   const auto model = SegmentationModel::load_onnx(test::model_path());
-  for (const Format f : {Format{cpu::Rounding::kFp16, CpuPrecision::kFp16Emulated, 1e-3},
-                         Format{cpu::Rounding::kBf16, CpuPrecision::kBf16Emulated, 1e-2},
-                         Format{cpu::Rounding::kTf32, CpuPrecision::kTf32Emulated, 1e-3}}) {
-    const PassResult host = run_case("first_window", test::model_path(), 1, 0, f.rounding);
+  for (const Format f :
+       {Format{cpu::Rounding::kFp16, CpuPrecision::kFp16Emulated, 1e-3, false},
+        Format{cpu::Rounding::kBf16, CpuPrecision::kBf16Emulated, 1e-2, false},
+        Format{cpu::Rounding::kTf32, CpuPrecision::kTf32Emulated, 1e-3, false},
+        Format{cpu::Rounding::kFp16, CpuPrecision::kFp16EmulatedFp32Sinc, 1e-3, true},
+        Format{cpu::Rounding::kBf16, CpuPrecision::kBf16EmulatedFp32Sinc, 1e-2, true}}) {
+    const PassResult host =
+        run_case("first_window", test::model_path(), 1, 0, f.rounding, f.fp32_sinc);
     std::vector<float> engine(host.logprobs.size(), NAN);
     make_cpu_engine(model, {1, f.precision})->forward(input.data.data(), 1, samples, engine.data());
     const test::Comparison to_reference = test::compare(host.logprobs, host.reference);
@@ -132,15 +138,14 @@ TEST(CudaForwardPass, EmulatedPrecisionAgreesWithTheCpuEngine) {
       max_p = std::max(max_p,
                        std::fabs(std::exp(double(host.logprobs[i])) - std::exp(double(engine[i]))));
     std::printf(
-        "[ cuda-pass ] %s emulated: against ONNX Runtime max |diff| %.3g, flips %d (+%d at "
-        "near-ties); against the CPU engine's %s-emulated max |diff| %.3g, max |probability "
-        "diff| %.3g, flips %d (+%d)\n",
-        cpu::rounding_name(f.rounding), to_reference.max_diff, to_reference.flips,
-        to_reference.ties_flipped, cpu::rounding_name(f.rounding), to_engine.max_diff, max_p,
-        to_engine.flips, to_engine.ties_flipped);
+        "[ cuda-pass ] %s: against ONNX Runtime max |diff| %.3g, flips %d (+%d at near-ties); "
+        "against the CPU engine's max |diff| %.3g, max |probability diff| %.3g, flips %d (+%d)\n",
+        cpu_precision_name(f.precision), to_reference.max_diff, to_reference.flips,
+        to_reference.ties_flipped, to_engine.max_diff, max_p, to_engine.flips,
+        to_engine.ties_flipped);
     EXPECT_TRUE(to_reference.finite);
-    EXPECT_LE(max_p, f.max_prob_diff) << cpu::rounding_name(f.rounding);
-    EXPECT_EQ(to_engine.flips, 0) << cpu::rounding_name(f.rounding);
+    EXPECT_LE(max_p, f.max_prob_diff) << cpu_precision_name(f.precision);
+    EXPECT_EQ(to_engine.flips, 0) << cpu_precision_name(f.precision);
   }
 }
 
