@@ -372,7 +372,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", nargs="+", default=["fp32"],
                     choices=["fp32", "bf16", "fp16-emulated", "bf16-emulated", "tf32-emulated",
-                             "fp16-emulated-fp32-sinc", "bf16-emulated-fp32-sinc"],
+                             "fp16-emulated-fp32-sinc", "bf16-emulated-fp32-sinc",
+                             "tf32-emulated-fp32-sinc"],
                     help="the CPU engines' precision, each a row: bf16 (AVX512_BF16: the LSTM "
                          "products in bf16, an exploration), or a GPU's tensor-core math emulated "
                          "(every product's operands rounded to fp16, bf16 or tf32, fp32 sums; "

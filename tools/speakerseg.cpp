@@ -160,7 +160,7 @@ EngineFactory engine_factory(const Args& a) {
   if (a.flag("precision") && !parse_cpu_precision(a.get("precision"), &s.precision))
     throw std::invalid_argument(
         "--precision takes fp32, bf16, fp16-emulated, bf16-emulated, tf32-emulated, "
-        "fp16-emulated-fp32-sinc or bf16-emulated-fp32-sinc, got '" +
+        "fp16-emulated-fp32-sinc, bf16-emulated-fp32-sinc or tf32-emulated-fp32-sinc, got '" +
         a.get("precision") + "'");
   if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &s.lstm_algorithm))
     throw std::invalid_argument(
@@ -796,7 +796,8 @@ const char kEngineOptions[] =
     "                             the CPU engines emulating a GPU's tensor-core math in that\n"
     "                             format (every product's operands rounded, fp32 sums), to\n"
     "                             measure its accuracy; slower than fp32, not a speed mode;\n"
-    "                             fp16|bf16-emulated-fp32-sinc: SincNet's products in fp32\n"
+    "                             fp16|bf16|tf32-emulated-fp32-sinc: SincNet's products in\n"
+    "                             fp32\n"
     "                             (docs/gpu.md, \"Reduced precision, emulated\")\n"
     "    --verbose                say which engine auto chose, and why\n";
 

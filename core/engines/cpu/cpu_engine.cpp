@@ -346,7 +346,8 @@ constexpr CpuPrecision kPrecisions[] = {CpuPrecision::kFp32,
                                         CpuPrecision::kBf16Emulated,
                                         CpuPrecision::kTf32Emulated,
                                         CpuPrecision::kFp16EmulatedFp32Sinc,
-                                        CpuPrecision::kBf16EmulatedFp32Sinc};
+                                        CpuPrecision::kBf16EmulatedFp32Sinc,
+                                        CpuPrecision::kTf32EmulatedFp32Sinc};
 }  // namespace
 
 const char* cpu_precision_name(CpuPrecision precision) {
@@ -363,6 +364,8 @@ const char* cpu_precision_name(CpuPrecision precision) {
       return "fp16-emulated-fp32-sinc";
     case CpuPrecision::kBf16EmulatedFp32Sinc:
       return "bf16-emulated-fp32-sinc";
+    case CpuPrecision::kTf32EmulatedFp32Sinc:
+      return "tf32-emulated-fp32-sinc";
     case CpuPrecision::kFp32:
       break;
   }
@@ -389,6 +392,7 @@ Rounding emulated_rounding(CpuPrecision precision) {
     case CpuPrecision::kBf16EmulatedFp32Sinc:
       return Rounding::kBf16;
     case CpuPrecision::kTf32Emulated:
+    case CpuPrecision::kTf32EmulatedFp32Sinc:
       return Rounding::kTf32;
     case CpuPrecision::kFp32:
     case CpuPrecision::kBf16:
@@ -399,7 +403,8 @@ Rounding emulated_rounding(CpuPrecision precision) {
 
 Rounding emulated_sinc_rounding(CpuPrecision precision) {
   const bool fp32_sinc = precision == CpuPrecision::kFp16EmulatedFp32Sinc ||
-                         precision == CpuPrecision::kBf16EmulatedFp32Sinc;
+                         precision == CpuPrecision::kBf16EmulatedFp32Sinc ||
+                         precision == CpuPrecision::kTf32EmulatedFp32Sinc;
   return fp32_sinc ? Rounding::kNone : emulated_rounding(precision);
 }
 

@@ -16,8 +16,8 @@ namespace speakerseg {
 // operands of every matrix product (SincNet, convolutions, LSTM input and recurrent products,
 // head) rounded to the format, sums, cell state, nonlinearities and norms in fp32
 // (emulated_precision.h; docs/gpu.md "Reduced precision, emulated").
-// kFp16EmulatedFp32Sinc, kBf16EmulatedFp32Sinc: the same with SincNet's two products left in fp32
-// (the stage whose rounding costs most: a GPU path may keep it in fp32).
+// kFp16EmulatedFp32Sinc, kBf16EmulatedFp32Sinc, kTf32EmulatedFp32Sinc: the same with SincNet's two
+// products left in fp32 (the stage whose rounding costs most: a GPU path may keep it in fp32).
 enum class CpuPrecision {
   kFp32,
   kBf16,
@@ -25,7 +25,8 @@ enum class CpuPrecision {
   kBf16Emulated,
   kTf32Emulated,
   kFp16EmulatedFp32Sinc,
-  kBf16EmulatedFp32Sinc
+  kBf16EmulatedFp32Sinc,
+  kTf32EmulatedFp32Sinc
 };
 
 struct CpuEngineOptions {
@@ -34,7 +35,8 @@ struct CpuEngineOptions {
 };
 
 // "fp32" | "bf16" | "fp16-emulated" | "bf16-emulated" | "tf32-emulated" |
-// "fp16-emulated-fp32-sinc" | "bf16-emulated-fp32-sinc" -> *out; false for anything else.
+// "fp16-emulated-fp32-sinc" | "bf16-emulated-fp32-sinc" | "tf32-emulated-fp32-sinc" -> *out;
+// false for anything else.
 bool parse_cpu_precision(const std::string& name, CpuPrecision* out);
 // The name parse_cpu_precision takes.
 const char* cpu_precision_name(CpuPrecision precision);
