@@ -160,7 +160,10 @@ EngineFactory engine_factory(const Args& a) {
     throw std::invalid_argument("--engine takes cpu, cuda, remote or auto, got '" + engine + "'");
   s.threads = a.flag("threads") ? positive(a, "threads", 1) : 0;
   if (a.flag("precision") && !parse_cpu_precision(a.get("precision"), &s.precision))
-    throw std::invalid_argument("--precision takes fp32 or bf16, got '" + a.get("precision") + "'");
+    throw std::invalid_argument(
+        "--precision takes fp32, bf16, fp16-emulated, bf16-emulated, tf32-emulated, "
+        "fp16-emulated-fp32-sinc, bf16-emulated-fp32-sinc or tf32-emulated-fp32-sinc, got '" +
+        a.get("precision") + "'");
   if (a.flag("lstm-algorithm") && !parse_lstm_algorithm(a.get("lstm-algorithm"), &s.lstm_algorithm))
     throw std::invalid_argument(
         "--lstm-algorithm takes standard, persist-static-small-h, persist-dynamic or auto");
@@ -814,10 +817,18 @@ const char kEngineOptions[] =
     "    --device N               GPU index (CUDA engine)\n"
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
-    "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine)\n"
+    "    --tf32                   TF32 tensor-core math instead of FP32 (CUDA engine; costs\n"
+    "                             accuracy: docs/gpu.md, \"Reduced precision, emulated\")\n"
     "    --precision fp32|bf16    the CPU engines' LSTM recurrence products: fp32 (default) or\n"
     "                             bf16 (CPUs with AVX512_BF16; an exploration,\n"
     "                             docs/performance.md)\n"
+    "    --precision fp16-emulated|bf16-emulated|tf32-emulated\n"
+    "                             the CPU engines emulating a GPU's tensor-core math in that\n"
+    "                             format (every product's operands rounded, fp32 sums), to\n"
+    "                             measure its accuracy; slower than fp32, not a speed mode;\n"
+    "                             fp16|bf16|tf32-emulated-fp32-sinc: SincNet's products in\n"
+    "                             fp32\n"
+    "                             (docs/gpu.md, \"Reduced precision, emulated\")\n"
     "    --verbose                say which engine auto chose, and why\n";
 
 const Command* find_command(const std::string& name) {

@@ -22,10 +22,6 @@ constexpr const char* kNoRemote =
 constexpr EngineKind kKinds[] = {EngineKind::kAuto, EngineKind::kCpu, EngineKind::kCuda,
                                  EngineKind::kRemote};
 
-const char* precision_name(CpuPrecision p) {
-  return p == CpuPrecision::kBf16 ? "bf16" : "fp32";
-}
-
 CpuEngineOptions cpu_options(const EngineSettings& s) {
   return {s.threads, s.precision};
 }
@@ -161,7 +157,7 @@ EngineFactory::EngineFactory(EngineSettings settings, Reporters reporters)
            "the CPU engine runs: these settings apply to the CUDA engine only and are not used:" +
                unused);
   } else if (s.precision != CpuPrecision::kFp32) {
-    tell(EngineNotice::kIgnored, std::string("precision=") + precision_name(s.precision) +
+    tell(EngineNotice::kIgnored, std::string("precision=") + cpu_precision_name(s.precision) +
                                      " applies to the CPU engine only: the CUDA engine runs FP32");
   }
 }
@@ -183,7 +179,7 @@ std::string EngineFactory::identity() const {
              ";cuda-graphs=" + (s.cuda_graphs ? "1" : "0") + ";tf32=" + (s.tf32 ? "1" : "0");
     default:
       return "cpu;threads=" + std::to_string(s.threads) +
-             ";precision=" + precision_name(s.precision);
+             ";precision=" + cpu_precision_name(s.precision);
   }
 }
 

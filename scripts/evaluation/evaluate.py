@@ -40,7 +40,8 @@ programmes-* sets are the broadcast-like programmes of scripts/evaluation/progra
                                          programmes-train programmes-development]
                                         [--latency 1 2 5 offline]
                                         [--reidentify off on] [--voice-threshold X]
-                                        [--precision fp32 bf16] [--per-recording]
+                                        [--precision fp32 bf16 fp16-emulated bf16-emulated
+                                                     tf32-emulated] [--per-recording]
                                         [--step 1] [--min-speech S] [--min-silence S] [--onset X]
 """
 import argparse
@@ -369,8 +370,14 @@ def main():
     ap.add_argument("--match-threshold", dest="match_threshold", type=float)
     ap.add_argument("--switch-margin", dest="switch_margin", type=float)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
-                    help="the CPU engines' LSTM precision (bf16: an exploration; each a row)")
+    ap.add_argument("--precision", nargs="+", default=["fp32"],
+                    choices=["fp32", "bf16", "fp16-emulated", "bf16-emulated", "tf32-emulated",
+                             "fp16-emulated-fp32-sinc", "bf16-emulated-fp32-sinc",
+                             "tf32-emulated-fp32-sinc"],
+                    help="the CPU engines' precision, each a row: bf16 (AVX512_BF16: the LSTM "
+                         "products in bf16, an exploration), or a GPU's tensor-core math emulated "
+                         "(every product's operands rounded to fp16, bf16 or tf32, fp32 sums; "
+                         "-fp32-sinc: but SincNet's: docs/gpu.md, 'Reduced precision, emulated')")
     ap.add_argument("--model", default=str(ROOT / "models" / "segmentation-3.0.onnx"))
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--programmes", default=str(programmes.OUT),

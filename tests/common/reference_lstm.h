@@ -71,19 +71,31 @@ struct Direction {
 // states, in double, on x [T][first layer's input]: y [T][directions * hidden], forward half
 // first. `weights(layer, dir, in)` says where its weights come from. `final_hidden`, when given,
 // gets the last layer's forward-direction state after its last step (what GE2E's head reads).
+// `round`, when given, rounds both operands of every product (the matrices, x and h(t-1) as the
+// fp32 values a GPU holds): tensor-core math emulated (core/engines/cpu/emulated_precision.h);
+// biases, sums, gates and cell stay as they are.
 template <class Weights>
 std::vector<float> lstm_stack(std::vector<float> x, int T, const cudnn::LstmStack& shape,
-                              Weights weights, std::vector<double>* final_hidden = nullptr) {
+                              Weights weights, std::vector<double>* final_hidden = nullptr,
+                              float (*round)(float) = nullptr) {
+  auto r = [&](double v) { return round ? round(static_cast<float>(v)) : v; };
   const int H = shape.hidden, D = shape.directions;
   for (size_t layer = 0; layer < shape.layers.size(); ++layer) {
     const int in = shape.layers[layer].input_size;
     std::vector<float> y(static_cast<size_t>(T) * D * H);
     for (int dir = 0; dir < D; ++dir) {
-      const Direction d = weights(static_cast<int>(layer), dir, in);
-      std::vector<double> h(H, 0.0), c(H, 0.0), next_h(H);
+      Direction d = weights(static_cast<int>(layer), dir, in);
+      if (round)
+        for (int g = 0; g < 4; ++g) {
+          for (float& v : d.w[g]) v = round(v);
+          for (float& v : d.r[g]) v = round(v);
+        }
+      std::vector<double> h(H, 0.0), c(H, 0.0), next_h(H), h_in(H, 0.0);
+      std::vector<double> xt(in);
       for (int step = 0; step < T; ++step) {
         const int t = dir == 0 ? step : T - 1 - step;
-        const float* xt = &x[static_cast<size_t>(t) * in];
+        for (int k = 0; k < in; ++k) xt[k] = r(x[static_cast<size_t>(t) * in + k]);
+        for (int k = 0; k < H; ++k) h_in[k] = r(h[k]);
         for (int j = 0; j < H; ++j) {
           double gate[4];
           for (int g = 0; g < 4; ++g) {
@@ -91,7 +103,7 @@ std::vector<float> lstm_stack(std::vector<float> x, int T, const cudnn::LstmStac
             for (int k = 0; k < in; ++k)
               sum += static_cast<double>(d.w[g][static_cast<size_t>(j) * in + k]) * xt[k];
             for (int k = 0; k < H; ++k)
-              sum += static_cast<double>(d.r[g][static_cast<size_t>(j) * H + k]) * h[k];
+              sum += static_cast<double>(d.r[g][static_cast<size_t>(j) * H + k]) * h_in[k];
             gate[g] = sum;
           }
           c[j] = sigmoid(gate[kForgetGate]) * c[j] +
@@ -111,8 +123,9 @@ std::vector<float> lstm_stack(std::vector<float> x, int T, const cudnn::LstmStac
 
 // segmentation-3.0's four bidirectional layers on x [T][60]: y [T][256].
 template <class Weights>
-std::vector<float> lstm(std::vector<float> x, int T, Weights weights) {
-  return lstm_stack(std::move(x), T, segmentation_stack_shape(), weights);
+std::vector<float> lstm(std::vector<float> x, int T, Weights weights,
+                        float (*round)(float) = nullptr) {
+  return lstm_stack(std::move(x), T, segmentation_stack_shape(), weights, nullptr, round);
 }
 
 // As cuDNN reads a packed weight space: linLayerID 0 to 3 are the input-side matrices of the
@@ -136,11 +149,15 @@ inline Direction cudnn_direction(const std::vector<char>& space,
 
 inline std::vector<float> cudnn_lstm(const std::vector<char>& space,
                                      const std::vector<WeightSlot>& slots,
-                                     const std::vector<float>& x, int T) {
+                                     const std::vector<float>& x, int T,
+                                     float (*round)(float) = nullptr) {
   const cudnn::LstmStack shape = segmentation_stack_shape();
-  return lstm(x, T, [&](int layer, int dir, int in) {
-    return cudnn_direction(space, slots, shape, layer, dir, in);
-  });
+  return lstm(
+      x, T,
+      [&](int layer, int dir, int in) {
+        return cudnn_direction(space, slots, shape, layer, dir, in);
+      },
+      round);
 }
 
 }  // namespace speakerseg::test

@@ -58,7 +58,8 @@ with tempfile.TemporaryDirectory() as tmp:
         (["changes", "--input", recording, "--reidentify", "--max-speakers", "0"],
          "--max-speakers must be a positive integer"),
         (["logits", "--input", recording, "--output", str(out), "--engine", "cpu", "--precision", "fp16"],
-         "--precision takes fp32 or bf16"),
+         "--precision takes fp32, bf16, fp16-emulated, bf16-emulated, tf32-emulated, "
+         "fp16-emulated-fp32-sinc, bf16-emulated-fp32-sinc or tf32-emulated-fp32-sinc"),
     ) + ((  # where the CPU cannot, bf16 is refused with the reason, not run wrong
         (["logits", "--model", model, "--input", recording, "--output", str(out), "--engine", "cpu",
           "--precision", "bf16"], "precision bf16 needs a CPU with AVX-512 and AVX512_BF16"),

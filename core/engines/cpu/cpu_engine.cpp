@@ -1,7 +1,9 @@
 // The CPU engine: matrix products through oneDNN's sgemm, everything else in cpu_kernels.cpp,
 // parallelised by hand at a coarse grain (windows, row blocks, LSTM directions) so that each
 // sgemm call runs on one thread. The LSTM recurrence is our own fused kernel (lstm_recurrence.h).
-// On two cores this beats letting the library split small products.
+// On two cores this beats letting the library split small products. At an emulated precision
+// (cpu_engine.h) every product's operands are rounded: the weights once here, the activations
+// just before their product.
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -61,7 +63,9 @@ class CpuEngine final : public SegmentationEngine {
  public:
   CpuEngine(std::shared_ptr<const SegmentationModel> model, const CpuEngineOptions& options)
       : model_(std::move(model)),
-        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()),
+        rounding_(cpu::emulated_rounding(options.precision)),
+        sinc_rounding_(cpu::emulated_sinc_rounding(options.precision)) {
     // The SincNet filters are symmetric (cosine half) and antisymmetric (sine half) about their
     // centre tap, so each output is a product with pre-added / pre-subtracted sample pairs: half
     // the multiply-adds of the plain convolution.
@@ -74,6 +78,16 @@ class CpuEngine final : public SegmentationEngine {
       for (int k = 0; k <= kSide; ++k) sinc_even_[f * (kSide + 1) + k] = e[k];
       for (int k = 0; k < kSide; ++k) sinc_odd_[f * kSide + k] = o[k];
     }
+    if (rounding_ != cpu::Rounding::kNone) {
+      cpu::round_in_place(sinc_rounding_, sinc_even_.data(), sinc_even_.size());
+      cpu::round_in_place(sinc_rounding_, sinc_odd_.data(), sinc_odd_.size());
+      for (int i = 0; i < 2; ++i)
+        rounded_conv_[i] = cpu::rounded_copy(rounding_, model_->conv_weight[i].data(),
+                                             model_->conv_weight[i].size());
+      for (int i = 0; i < 3; ++i)
+        rounded_head_[i] = cpu::rounded_copy(rounding_, model_->head_weight[i].data(),
+                                             model_->head_weight[i].size());
+    }
     const cpu::LstmIsa kernel = cpu::recurrence_kernel(options.precision);  // refuses first
     recurrent_weights_.reserve(2 * kLstmLayers);
     input_weights_.reserve(kLstmLayers);
@@ -83,12 +97,13 @@ class CpuEngine final : public SegmentationEngine {
       for (int d = 0; d < 2; ++d)
         recurrent_weights_.emplace_back(
             model_->lstm[l].r.data() + static_cast<size_t>(d) * kLstmGates * kLstmHidden,
-            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden, kernel);
+            model_->lstm[l].bias.data() + d * kLstmGates, kLstmHidden, kernel, rounding_);
     }
   }
 
   std::string description() const override {
-    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()));
+    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()),
+                                   rounding_);
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -126,6 +141,14 @@ class CpuEngine final : public SegmentationEngine {
     scratch_stride_ = scratch;
   }
 
+  // The weights of a product: the model's, or their rounded copies at an emulated precision.
+  const float* conv_weight(int i) const {
+    return rounded_conv_[i].empty() ? model_->conv_weight[i].data() : rounded_conv_[i].data();
+  }
+  const float* head_weight(int i) const {
+    return rounded_head_[i].empty() ? model_->head_weight[i].data() : rounded_head_[i].data();
+  }
+
   template <class F>
   void timed(Stage s, F&& f) {
     const auto start = std::chrono::steady_clock::now();
@@ -147,12 +170,12 @@ class CpuEngine final : public SegmentationEngine {
     timed(kSinc, [&] { sinc_and_pool(B, samples, len); });
     timed(kNorm0, [&] { norm(pool0_.data(), B, len.pool0, kSincFilters, 0); });
     timed(kConv1, [&] {
-      conv_and_pool(pool0_.data(), len.pool0, kSincFilters, m.conv_weight[0].data(), B,
-                    len.pool1 * kPool, pool1_.data());
+      conv_and_pool(pool0_.data(), len.pool0, kSincFilters, conv_weight(0), B, len.pool1 * kPool,
+                    pool1_.data());
     });
     timed(kNorm1, [&] { norm(pool1_.data(), B, len.pool1, kConvChannels, 1); });
     timed(kConv2, [&] {
-      conv_and_pool(pool1_.data(), len.pool1, kConvChannels, m.conv_weight[1].data(), B, T * kPool,
+      conv_and_pool(pool1_.data(), len.pool1, kConvChannels, conv_weight(1), B, T * kPool,
                     features_.data());
     });
     timed(kNorm2, [&] { norm(features_.data(), B, T, kConvChannels, 2); });
@@ -175,6 +198,8 @@ class CpuEngine final : public SegmentationEngine {
       cpu::symmetric_pairs(
           &wave_[static_cast<size_t>(b) * samples + static_cast<size_t>(r0) * kSincStride], n,
           kSincStride, kSide, sums, diffs);
+      cpu::round_in_place(sinc_rounding_, sums, static_cast<size_t>(n) * (kSide + 1));
+      cpu::round_in_place(sinc_rounding_, diffs, static_cast<size_t>(n) * kSide);
       gemm(true, n, half, kSide + 1, sums, kSide + 1, sinc_even_.data(), kSide + 1, 0.f, conv,
            kSincFilters);
       gemm(true, n, half, kSide, diffs, kSide, sinc_odd_.data(), kSide, 0.f, conv + half,
@@ -186,9 +211,15 @@ class CpuEngine final : public SegmentationEngine {
 
   // Valid 5-tap convolution of a channels-last map fused with MaxPool(3). A channels-last map is
   // its own im2col matrix per tap, so the convolution is five products with no copy. The conv bias
-  // is left out: the instance norm after the pool subtracts every per-channel constant.
-  void conv_and_pool(const float* in, int in_rows, int in_channels, const float* weight, int B,
-                     int rows, float* out) {
+  // is left out: the instance norm after the pool subtracts every per-channel constant. At an
+  // emulated precision `in` (the norm's output, read by this product only) is rounded first.
+  void conv_and_pool(float* in, int in_rows, int in_channels, const float* weight, int B, int rows,
+                     float* out) {
+    if (rounding_ != cpu::Rounding::kNone)
+      parallel_for(B, threads_, [&](int b, int) {
+        const size_t n = static_cast<size_t>(in_rows) * in_channels;
+        cpu::round_in_place(rounding_, in + b * n, n);
+      });
     const int chunks = (rows + kConvRows - 1) / kConvRows;
     const int out_rows = rows / kPool;
     parallel_for(B * chunks, threads_, [&](int task, int thread) {
@@ -271,22 +302,29 @@ class CpuEngine final : public SegmentationEngine {
       const int r0 = blocks.begin(c), n = blocks.size(c);
       float* h0 = &head_[static_cast<size_t>(r0) * kHeadHidden * 2];
       float* h1 = h0 + static_cast<size_t>(n) * kHeadHidden;
+      // At an emulated precision the LSTM kernel wrote `in` rounded; h0 and h1 are rounded here.
       gemm(false, n, kHeadHidden, kLstmOutput, in + static_cast<size_t>(r0) * kLstmOutput,
-           kLstmOutput, m.head_weight[0].data(), kHeadHidden, 0.f, h0, kHeadHidden);
+           kLstmOutput, head_weight(0), kHeadHidden, 0.f, h0, kHeadHidden);
       cpu::bias_leaky_relu(h0, n, kHeadHidden, m.head_bias[0].data(), m.leaky_slope);
-      gemm(false, n, kHeadHidden, kHeadHidden, h0, kHeadHidden, m.head_weight[1].data(),
-           kHeadHidden, 0.f, h1, kHeadHidden);
+      cpu::round_in_place(rounding_, h0, static_cast<size_t>(n) * kHeadHidden);
+      gemm(false, n, kHeadHidden, kHeadHidden, h0, kHeadHidden, head_weight(1), kHeadHidden, 0.f,
+           h1, kHeadHidden);
       cpu::bias_leaky_relu(h1, n, kHeadHidden, m.head_bias[1].data(), m.leaky_slope);
+      cpu::round_in_place(rounding_, h1, static_cast<size_t>(n) * kHeadHidden);
       float* out = logprobs + static_cast<size_t>(r0) * kClasses;
-      gemm(false, n, kClasses, kHeadHidden, h1, kHeadHidden, m.head_weight[2].data(), kClasses, 0.f,
-           out, kClasses);
+      gemm(false, n, kClasses, kHeadHidden, h1, kHeadHidden, head_weight(2), kClasses, 0.f, out,
+           kClasses);
       cpu::bias_log_softmax(out, n, kClasses, m.head_bias[2].data());
     });
   }
 
   std::shared_ptr<const SegmentationModel> model_;
   const int threads_;
+  const cpu::Rounding rounding_;       // kNone but at an emulated precision
+  const cpu::Rounding sinc_rounding_;  // SincNet's: kNone also for the *-fp32-sinc ones
   std::vector<float> sinc_even_, sinc_odd_;
+  std::array<std::vector<float>, 2> rounded_conv_;  // empty but at an emulated precision
+  std::array<std::vector<float>, 3> rounded_head_;
   std::vector<cpu::InputProjection> input_weights_;        // [layer], both directions
   std::vector<cpu::PackedLstmWeights> recurrent_weights_;  // [layer][direction]
 
@@ -301,20 +339,77 @@ class CpuEngine final : public SegmentationEngine {
 
 }  // namespace
 
+namespace {
+constexpr CpuPrecision kPrecisions[] = {CpuPrecision::kFp32,
+                                        CpuPrecision::kBf16,
+                                        CpuPrecision::kFp16Emulated,
+                                        CpuPrecision::kBf16Emulated,
+                                        CpuPrecision::kTf32Emulated,
+                                        CpuPrecision::kFp16EmulatedFp32Sinc,
+                                        CpuPrecision::kBf16EmulatedFp32Sinc,
+                                        CpuPrecision::kTf32EmulatedFp32Sinc};
+}  // namespace
+
+const char* cpu_precision_name(CpuPrecision precision) {
+  switch (precision) {
+    case CpuPrecision::kBf16:
+      return "bf16";
+    case CpuPrecision::kFp16Emulated:
+      return "fp16-emulated";
+    case CpuPrecision::kBf16Emulated:
+      return "bf16-emulated";
+    case CpuPrecision::kTf32Emulated:
+      return "tf32-emulated";
+    case CpuPrecision::kFp16EmulatedFp32Sinc:
+      return "fp16-emulated-fp32-sinc";
+    case CpuPrecision::kBf16EmulatedFp32Sinc:
+      return "bf16-emulated-fp32-sinc";
+    case CpuPrecision::kTf32EmulatedFp32Sinc:
+      return "tf32-emulated-fp32-sinc";
+    case CpuPrecision::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
 bool parse_cpu_precision(const std::string& name, CpuPrecision* out) {
-  if (name == "fp32")
-    *out = CpuPrecision::kFp32;
-  else if (name == "bf16")
-    *out = CpuPrecision::kBf16;
-  else
-    return false;
-  return true;
+  for (CpuPrecision p : kPrecisions)
+    if (name == cpu_precision_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
 }
 
 namespace cpu {
 
+Rounding emulated_rounding(CpuPrecision precision) {
+  switch (precision) {
+    case CpuPrecision::kFp16Emulated:
+    case CpuPrecision::kFp16EmulatedFp32Sinc:
+      return Rounding::kFp16;
+    case CpuPrecision::kBf16Emulated:
+    case CpuPrecision::kBf16EmulatedFp32Sinc:
+      return Rounding::kBf16;
+    case CpuPrecision::kTf32Emulated:
+    case CpuPrecision::kTf32EmulatedFp32Sinc:
+      return Rounding::kTf32;
+    case CpuPrecision::kFp32:
+    case CpuPrecision::kBf16:
+      break;
+  }
+  return Rounding::kNone;
+}
+
+Rounding emulated_sinc_rounding(CpuPrecision precision) {
+  const bool fp32_sinc = precision == CpuPrecision::kFp16EmulatedFp32Sinc ||
+                         precision == CpuPrecision::kBf16EmulatedFp32Sinc ||
+                         precision == CpuPrecision::kTf32EmulatedFp32Sinc;
+  return fp32_sinc ? Rounding::kNone : emulated_rounding(precision);
+}
+
 LstmIsa recurrence_kernel(CpuPrecision precision) {
-  if (precision == CpuPrecision::kFp32) return lstm_isa();
+  if (precision != CpuPrecision::kBf16) return lstm_isa();
   if (!lstm_isa_supported(LstmIsa::kAvx512Bf16))
     throw EngineError(
         "precision bf16 needs a CPU with AVX-512 and AVX512_BF16 (vdpbf16ps: Intel Cooper Lake "

@@ -1,6 +1,8 @@
 // GE2E on the CPU, laid out like the segmentation engine's LSTM: one input projection per layer
 // for every frame of every partial (oneDNN sgemm), then the shared fused recurrence kernel
 // (lstm_recurrence.h) step by step, partials split across threads (a few: their hidden units).
+// At an emulated precision (cpu_engine.h) every product's operands are rounded, as in
+// cpu_engine.cpp.
 #include "engines/cpu/cpu_voice_encoder.h"
 
 #include <omp.h>
@@ -23,18 +25,24 @@ class CpuVoiceEncoder final : public VoiceEncoder {
  public:
   CpuVoiceEncoder(std::shared_ptr<const VoiceModel> model, const CpuEngineOptions& options)
       : model_(std::move(model)),
-        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {
+        threads_(options.threads > 0 ? options.threads : omp_get_max_threads()),
+        rounding_(cpu::emulated_rounding(options.precision)) {
     const cpu::LstmIsa kernel = cpu::recurrence_kernel(options.precision);  // refuses first
     recurrent_weights_.reserve(kVoiceLayers);
     input_weights_.reserve(kVoiceLayers);
     for (const VoiceLstmLayer& layer : model_->lstm) {
       input_weights_.emplace_back(layer.w.data(), kVoiceGates, layer.input_size, options.precision);
-      recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden, kernel);
+      recurrent_weights_.emplace_back(layer.r.data(), layer.bias.data(), kVoiceHidden, kernel,
+                                      rounding_);
     }
+    if (rounding_ != cpu::Rounding::kNone)
+      rounded_linear_ =
+          cpu::rounded_copy(rounding_, model_->linear_weight.data(), model_->linear_weight.size());
   }
 
   std::string description() const override {
-    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()));
+    return cpu::engine_description(threads_, cpu::lstm_isa_name(recurrent_weights_[0].isa()),
+                                   rounding_);
   }
 
   void embed(const float* mel, int batch, int frames, float* embeddings) override {
@@ -93,8 +101,10 @@ class CpuVoiceEncoder final : public VoiceEncoder {
     for (int b = 0; b < batch; ++b)
       std::copy_n(in + (static_cast<size_t>(b) * frames + frames - 1) * kVoiceHidden, kVoiceHidden,
                   &last_[static_cast<size_t>(b) * kVoiceHidden]);
+    cpu::round_in_place(rounding_, last_.data(), last_.size());  // rounded already, if emulated
     gemm(true, batch, kEmbeddingDim, kVoiceHidden, last_.data(), kVoiceHidden,
-         model_->linear_weight.data(), kVoiceHidden, 0.f, embeddings, kEmbeddingDim);
+         rounded_linear_.empty() ? model_->linear_weight.data() : rounded_linear_.data(),
+         kVoiceHidden, 0.f, embeddings, kEmbeddingDim);
     for (int b = 0; b < batch; ++b) {
       float* e = embeddings + static_cast<size_t>(b) * kEmbeddingDim;
       double norm = 0;
@@ -114,6 +124,8 @@ class CpuVoiceEncoder final : public VoiceEncoder {
 
   std::shared_ptr<const VoiceModel> model_;
   const int threads_;
+  const cpu::Rounding rounding_;       // kNone but at an emulated precision
+  std::vector<float> rounded_linear_;  // empty but at an emulated precision
   std::vector<float> gates_, cell_, last_;
   std::vector<cpu::LstmRecurrenceJob> jobs_;
   std::vector<cpu::InputProjection> input_weights_;        // per layer

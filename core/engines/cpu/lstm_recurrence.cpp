@@ -80,8 +80,8 @@ LstmIsa lstm_isa() {
 }
 
 PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, int hidden,
-                                     LstmIsa isa)
-    : hidden_(hidden), isa_(isa), bias_(bias, bias + 4 * hidden) {
+                                     LstmIsa isa, Rounding emulated)
+    : hidden_(hidden), isa_(isa), emulated_(emulated), bias_(bias, bias + 4 * hidden) {
   const int width = width_of(isa);
   if (!lstm_isa_supported(isa))
     throw std::invalid_argument(std::string("this CPU does not run the ") + lstm_isa_name(isa) +
@@ -91,6 +91,8 @@ PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, 
                                 " is not a multiple of the kernel's " + std::to_string(width) +
                                 " lanes");
   const bool bf16 = isa == LstmIsa::kAvx512Bf16;
+  if (bf16 && emulated != Rounding::kNone)
+    throw std::invalid_argument("an emulated precision runs on an fp32 LSTM kernel, not bf16");
   if (bf16 && (hidden % 32 != 0 || hidden > isa::kBf16MaxHidden))
     throw std::invalid_argument(
         "the bf16 LSTM kernel takes hidden sizes that are multiples of 32 "
@@ -102,7 +104,7 @@ PackedLstmWeights::PackedLstmWeights(const float* recurrent, const float* bias, 
   float* aligned = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
   packed_ = aligned;
   auto weight = [&](size_t block, size_t k, size_t g, size_t lane) {
-    return recurrent[(g * H + block * W + lane) * H + k];
+    return rounded(emulated, recurrent[(g * H + block * W + lane) * H + k]);
   };
   if (!bf16) {
     for (size_t block = 0; block < H / W; ++block)
@@ -137,7 +139,8 @@ isa::RecurrenceTask task_of(const LstmRecurrenceJob& job) {
           job.sequences,
           0,
           job.weights->hidden() / width_of(job.weights->isa()),
-          job.reverse};
+          job.reverse,
+          round_function(job.weights->emulated())};
 }
 
 void run_kernel(LstmIsa kernel, const isa::RecurrenceTask* tasks, int count, int steps, int hidden,

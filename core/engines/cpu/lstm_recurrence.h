@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "engines/cpu/emulated_precision.h"
+
 namespace speakerseg::cpu {
 
 // Instruction sets the kernel is built for, best first. kAvx512Bf16 is not a better set but a
@@ -28,18 +30,24 @@ const char* lstm_isa_name(LstmIsa isa);
 // One direction's recurrent weights R [4H][H] (ONNX gate order i, o, f, c) and bias [4H], laid out
 // for one instruction set: per block of W hidden units (W = the vector width), for each input k,
 // the W rows of each gate: [H/W][H][4][W]; in bf16, for each pair of inputs: [H/W][H/2][4][W][2].
+// `emulated` (an fp32 set only): the weights rounded to that format, and the kernel rounds each
+// h(t) it writes, so that every product it and the layers after it take has rounded operands
+// (emulated_precision.h); bias, gates and cell stay fp32.
 class PackedLstmWeights {
  public:
-  PackedLstmWeights(const float* recurrent, const float* bias, int hidden, LstmIsa isa);
+  PackedLstmWeights(const float* recurrent, const float* bias, int hidden, LstmIsa isa,
+                    Rounding emulated = Rounding::kNone);
 
   int hidden() const { return hidden_; }
   LstmIsa isa() const { return isa_; }
+  Rounding emulated() const { return emulated_; }
   const void* data() const { return packed_; }
   const float* bias() const { return bias_.data(); }
 
  private:
   int hidden_;
   LstmIsa isa_;
+  Rounding emulated_;
   std::vector<float> storage_;  // packed_ is storage_ aligned to 64 bytes
   void* packed_ = nullptr;
   std::vector<float> bias_;

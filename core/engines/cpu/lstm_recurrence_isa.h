@@ -20,6 +20,9 @@ struct RecurrenceTask {
   int sequences;
   int block_begin, block_end;  // the blocks of W hidden units it computes, of hidden / W
   bool reverse;
+  // Null, or what rounds each h(t) the task writes, n floats in place (an emulated precision:
+  // emulated_precision.h; a plain function in a file of its own, so no shared inline code).
+  void (*round_hidden)(float* h, int n);
 };
 
 // Each runs `count` tasks in lockstep through steps [from, to) of `steps` (from 0: from zero

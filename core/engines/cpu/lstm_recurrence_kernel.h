@@ -64,7 +64,7 @@ inline typename O::V tanh_v(typename O::V x) {
 template <class O, int V, int S>
 inline void block_step(const typename O::Weight* packed, const float* bias, int hidden, int j0,
                        const float* const* pre, const typename O::Hidden* const* prev,
-                       float* const* cell, float* const* out) {
+                       float* const* cell, float* const* out, void (*round_hidden)(float*, int)) {
   constexpr int W = O::kWidth, P = O::kPairs;
   using Vec = typename O::V;
   const size_t block_elements = static_cast<size_t>(hidden) * 4 * W;
@@ -106,7 +106,9 @@ inline void block_step(const typename O::Weight* packed, const float* bias, int 
       float* c_ptr = cell[s] + j0 + v * W;
       const Vec c = O::fma(f, O::load(c_ptr), O::mul(i, c_in));
       O::store(c_ptr, c);
-      O::store(out[s] + j0 + v * W, O::mul(o, tanh_v<O>(c)));
+      float* h_ptr = out[s] + j0 + v * W;
+      O::store(h_ptr, O::mul(o, tanh_v<O>(c)));
+      if (round_hidden) round_hidden(h_ptr, W);
     }
 }
 
@@ -142,7 +144,8 @@ inline void sequences_step(const RecurrenceTask& task, int hidden, int b0, int j
     }
   }
   block_step<O, V, S>(static_cast<const typename O::Weight*>(task.packed), task.bias, hidden,
-                      j * O::kWidth, pre, prev_t < 0 ? nullptr : hidden_in, cell, out);
+                      j * O::kWidth, pre, prev_t < 0 ? nullptr : hidden_in, cell, out,
+                      task.round_hidden);
 }
 
 // One block for the S (or, at the tail, fewer) sequences from b0 on.

@@ -2,7 +2,10 @@
 // double where it sums): cuBLAS's column-major products, the kernels of cuda_kernels.h, cuDNN's
 // LSTM reading a weight space packed by the engine's packer. test_cuda_forward_pass runs the
 // engine's pass through them against ONNX Runtime; test_cuda_engine compares a GPU pass with them
-// stage by stage, so that a GPU failure names its stage.
+// stage by stage, so that a GPU failure names its stage. Given a cpu::Rounding, the products (and
+// the LSTM's) round both operands to that format first: tensor-core math emulated as the CPU
+// engine's emulated precisions do (core/engines/cpu/emulated_precision.h), for holding a GPU's
+// reduced-precision pass to.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "common/reference_lstm.h"
+#include "engines/cpu/emulated_precision.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
 #include "engines/cuda/forward_pass.h"
 #include "model/segmentation_model.h"
@@ -21,26 +25,27 @@ namespace speakerseg::test {
 // Each operation as its documentation says, in double where it sums.
 class HostOps final : public cuda::ForwardOps {
  public:
-  HostOps(const SegmentationModel& model, int frames) : frames_(frames) {
+  // `fp32_sinc`: SincNet's two products (named "SincNet, ...") unrounded, as the CPU engine's
+  // *-emulated-fp32-sinc precisions.
+  HostOps(const SegmentationModel& model, int frames, cpu::Rounding rounding = cpu::Rounding::kNone,
+          bool fp32_sinc = false)
+      : frames_(frames), rounding_(rounding), fp32_sinc_(fp32_sinc) {
     const size_t bytes = test::scrambled_layout(&slots_);
     weight_space_ = cudnn::pack_lstm_weights(model, slots_, bytes);
   }
 
   void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-            float beta, float* c, int ldc, const char*) override {
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        double sum = 0;
-        for (int l = 0; l < k; ++l) {
-          const float av =
-              ta ? a[l + static_cast<size_t>(i) * lda] : a[i + static_cast<size_t>(l) * lda];
-          const float bv =
-              tb ? b[j + static_cast<size_t>(l) * ldb] : b[l + static_cast<size_t>(j) * ldb];
-          sum += static_cast<double>(av) * bv;
-        }
-        float& out = c[i + static_cast<size_t>(j) * ldc];
-        out = static_cast<float>(sum + (beta != 0.f ? static_cast<double>(beta) * out : 0.0));
-      }
+            float beta, float* c, int ldc, const char* what) override {
+    const bool sinc = std::strncmp(what, "SincNet", 7) == 0;
+    if (rounding_ != cpu::Rounding::kNone && !(sinc && fp32_sinc_)) {
+      // Rounded copies of the spans the product reads (column-major: the last column's rows).
+      const std::vector<float> ra = cpu::rounded_copy(
+          rounding_, a, static_cast<size_t>(lda) * ((ta ? m : k) - 1) + (ta ? k : m));
+      const std::vector<float> rb = cpu::rounded_copy(
+          rounding_, b, static_cast<size_t>(ldb) * ((tb ? k : n) - 1) + (tb ? n : k));
+      return product(ta, tb, m, n, k, ra.data(), lda, rb.data(), ldb, beta, c, ldc);
+    }
+    product(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
   }
 
   void gemm_strided_batched(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
@@ -144,9 +149,10 @@ class HostOps final : public cuda::ForwardOps {
   void lstm(const float* features, float* out) override {
     for (int w = 0; w < batch_; ++w) {
       const float* f = features + static_cast<size_t>(w) * frames_ * kConvChannels;
-      const std::vector<float> y = test::cudnn_lstm(
-          weight_space_, slots_,
-          std::vector<float>(f, f + static_cast<size_t>(frames_) * kConvChannels), frames_);
+      const std::vector<float> y =
+          test::cudnn_lstm(weight_space_, slots_,
+                           std::vector<float>(f, f + static_cast<size_t>(frames_) * kConvChannels),
+                           frames_, rounding_ == cpu::Rounding::kNone ? nullptr : round_);
       std::copy(y.begin(), y.end(), out + static_cast<size_t>(w) * frames_ * kLstmOutput);
     }
   }
@@ -162,7 +168,42 @@ class HostOps final : public cuda::ForwardOps {
   const std::vector<int>& stages() const { return stages_; }
 
  private:
+  // c = op(a) op(b) + beta c, summed in double.
+  static void product(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
+                      const float* b, int ldb, float beta, float* c, int ldc) {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < k; ++l) {
+          const float av =
+              ta ? a[l + static_cast<size_t>(i) * lda] : a[i + static_cast<size_t>(l) * lda];
+          const float bv =
+              tb ? b[j + static_cast<size_t>(l) * ldb] : b[l + static_cast<size_t>(j) * ldb];
+          sum += static_cast<double>(av) * bv;
+        }
+        float& out = c[i + static_cast<size_t>(j) * ldc];
+        out = static_cast<float>(sum + (beta != 0.f ? static_cast<double>(beta) * out : 0.0));
+      }
+  }
+
+  static float (*round_of(cpu::Rounding r))(float) {
+    switch (r) {
+      case cpu::Rounding::kFp16:
+        return cpu::round_to_fp16;
+      case cpu::Rounding::kBf16:
+        return cpu::round_to_bf16;
+      case cpu::Rounding::kTf32:
+        return cpu::round_to_tf32;
+      case cpu::Rounding::kNone:
+        break;
+    }
+    return nullptr;
+  }
+
   int frames_, batch_ = 0;
+  cpu::Rounding rounding_;
+  bool fp32_sinc_;
+  float (*round_)(float) = round_of(rounding_);
   std::vector<cudnn::WeightSlot> slots_;
   std::vector<char> weight_space_;
   std::vector<int> stages_;

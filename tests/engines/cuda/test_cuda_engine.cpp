@@ -3,9 +3,10 @@
 // forward passes each. FP32: every pass within 2e-3 (SPEC.md's figure, for every algorithm) and no
 // argmax change on a frame whose two best reference classes are more than 1e-3 apart; whether the
 // second and third passes (graph replays, where graphs are on) are bit-identical to the first is
-// reported ("[ replays ]" lines, which scripts/gpu/gpu-check.sh collects), not asserted; TF32:
-// within 0.5. The device arena is filled with NaN whenever it is taken, so a stage reading what
-// none wrote shows. Every test that needs a GPU skips, saying so, where there is none.
+// reported ("[ replays ]" lines, which scripts/gpu/gpu-check.sh collects), not asserted; TF32: held
+// to the CPU engine's emulation of it (precision tf32-emulated), below. The device arena is filled
+// with NaN whenever it is taken, so a stage reading what none wrote shows. Every test that needs a
+// GPU skips, saying so, where there is none.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "common/parity.h"
 #include "common/test_env.h"
+#include "engines/cpu/cpu_engine.h"
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/forward_pass.h"
 #include "engines/cuda/host_forward_ops.h"
@@ -30,7 +32,6 @@ namespace {
 using test::compare;
 using test::Comparison;
 constexpr double kTolerance = 2e-3;
-constexpr double kTf32Tolerance = 0.5;
 
 #define SKIP_WITHOUT_GPU()                                              \
   do {                                                                  \
@@ -152,24 +153,54 @@ INSTANTIATE_TEST_SUITE_P(Reference, CudaParity,
                                   (std::get<2>(info.param) ? "_graphs" : "_eager");
                          });
 
+// TF32 is held to what the evaluation measured: the CPU engine's emulation of it (precision
+// tf32-emulated: every product's operands rounded to tf32, sums in fp32), whose DER and confusion
+// docs/gpu.md ("Reduced precision, emulated") measured: within 0.005 of fp32 on the development
+// sets, +0.055 on train-concat, so TF32 as the engine runs it is an opt-in that costs. The first
+// GPU run's TF32 figures against ONNX Runtime (batch32: max |diff| 0.82, 31 flipped frames;
+// all_windows: 1.24, 20) are what the emulation gives on a CPU (0.817, 30 + 1 at a near-tie;
+// 1.25, 20): the GPU rounds the same operands and sums in another order. So the GPU may move
+// twice as many frames off ONNX Runtime's argmax as the emulation does (plus two), and its
+// largest probability error may be twice the emulation's (plus 0.01); more means the GPU does
+// something the evaluation did not measure (another rounding, fp16 storage). No bound on the
+// log-probabilities of improbable classes (the old 0.5 failed): rounding moves those most, and no
+// decision reads them.
 class CudaTf32 : public ::testing::TestWithParam<Case> {};
 
-TEST_P(CudaTf32, StaysClose) {
+double max_probability_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, std::fabs(std::exp(double(a[i])) - std::exp(double(b[i]))));
+  return d;
+}
+
+TEST_P(CudaTf32, StaysAsCloseAsItsEmulation) {
   SKIP_WITHOUT_GPU();
   const Reference r = load(GetParam());
   std::vector<std::string> warnings;
   CudaEngineOptions o = options_for(LstmAlgorithm::kStandard, true, r.batch, &warnings);
   o.tf32 = true;
-  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model), o);
+  const auto model = SegmentationModel::load_onnx(r.model);
+  auto engine = make_cuda_engine(model, o);
   std::vector<float> out(r.logprobs.data.size(), NAN), again(out.size(), NAN);
   engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
   engine->forward(r.input.data.data(), r.batch, r.samples, again.data());
   report_replay(std::string(GetParam().name) + " tf32", out, again);
+  std::vector<float> emulated(out.size(), NAN);
+  make_cpu_engine(model, {2, CpuPrecision::kTf32Emulated})
+      ->forward(r.input.data.data(), r.batch, r.samples, emulated.data());
   const Comparison cmp = compare(out, r.logprobs.data);
-  std::printf("[ cuda tf32] %-13s: max |diff| %.3g, flips %d\n", GetParam().name, cmp.max_diff_all,
-              cmp.flips);
+  const Comparison emu = compare(emulated, r.logprobs.data);
+  const double p_gpu = max_probability_diff(out, r.logprobs.data);
+  const double p_emu = max_probability_diff(emulated, r.logprobs.data);
+  std::printf(
+      "[ cuda tf32] %-13s: max |diff| %.3g, max |probability diff| %.3g, flips %d (+%d at "
+      "near-ties); tf32 emulated on the CPU: %.3g, %.3g, flips %d (+%d)\n",
+      GetParam().name, cmp.max_diff_all, p_gpu, cmp.flips, cmp.ties_flipped, emu.max_diff_all,
+      p_emu, emu.flips, emu.ties_flipped);
   EXPECT_TRUE(cmp.finite);
-  EXPECT_LE(cmp.max_diff_all, kTf32Tolerance);
+  EXPECT_LE(cmp.flips, 2 * emu.flips + 2);
+  EXPECT_LE(p_gpu, 2 * p_emu + 0.01);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, CudaTf32, ::testing::ValuesIn(kCases),

@@ -16,6 +16,8 @@
 
 #include "common/parity.h"
 #include "common/test_env.h"
+#include "engines/cpu/cpu_engine.h"
+#include "engines/cpu/emulated_precision.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
 #include "engines/cuda/forward_pass.h"
 #include "engines/cuda/host_forward_ops.h"
@@ -35,7 +37,8 @@ struct PassResult {
 };
 
 PassResult run_case(const std::string& name, const std::string& model_path, int batch,
-                    int sinc_chunk) {
+                    int sinc_chunk, cpu::Rounding rounding = cpu::Rounding::kNone,
+                    bool fp32_sinc = false) {
   const std::string dir = test::reference_dir();
   const NpyArray input = read_npy(dir + "/" + name + ".input.npy");
   const NpyArray reference = read_npy(dir + "/" + name + ".logprobs.npy");
@@ -57,7 +60,7 @@ PassResult run_case(const std::string& name, const std::string& model_path, int 
   std::copy(input.data.begin(), input.data.begin() + static_cast<size_t>(batch) * samples,
             reinterpret_cast<float*>(pass.arena + pass.layout.wave));
 
-  HostOps ops(*model, frames);
+  HostOps ops(*model, frames, rounding, fp32_sinc);
   ops.set_batch(batch);
   cuda::run_forward_pass(pass, ops);
 
@@ -97,6 +100,53 @@ TEST(CudaForwardPass, SincChunksThatStraddleWindowsChangeNothing) {
   expect_parity(chunked, "batch32, 3 windows, 12 000-row chunks");
   const PassResult whole = run_case("batch32", test::model_path(), 3, 0);
   EXPECT_EQ(chunked.logprobs, whole.logprobs);
+}
+
+// The host pass with tensor-core math emulated (every product's operands rounded, sums in double)
+// against the CPU engine's emulated precision (the same rounding, sums in fp32, in its own order):
+// the two emulations the GPU's reduced-precision pass will be held to. Rounding makes tiny
+// differences in the sums into whole steps of the format now and then, so they agree less well
+// than two fp32 passes, but far better than either agrees with fp32 (first_window: fp16 and tf32
+// 0.17 from ONNX Runtime's log-probabilities, bf16 1.6). Measured (Xeon, AVX-512): largest
+// probability difference between the two emulations fp16 3.8e-4, bf16 3.0e-3, tf32 3.8e-4, no
+// flipped frame; the bounds leave room for another CPU's order of sums.
+TEST(CudaForwardPass, EmulatedPrecisionAgreesWithTheCpuEngine) {
+  struct Format {
+    cpu::Rounding rounding;
+    CpuPrecision precision;
+    double max_prob_diff;  // between the two emulations
+    bool fp32_sinc;
+  };
+  const std::string dir = test::reference_dir();
+  const NpyArray input = read_npy(dir + "/first_window.input.npy");
+  const int samples = static_cast<int>(input.shape.at(1));
+  const auto model = SegmentationModel::load_onnx(test::model_path());
+  for (const Format f :
+       {Format{cpu::Rounding::kFp16, CpuPrecision::kFp16Emulated, 1e-3, false},
+        Format{cpu::Rounding::kBf16, CpuPrecision::kBf16Emulated, 1e-2, false},
+        Format{cpu::Rounding::kTf32, CpuPrecision::kTf32Emulated, 1e-3, false},
+        Format{cpu::Rounding::kFp16, CpuPrecision::kFp16EmulatedFp32Sinc, 1e-3, true},
+        Format{cpu::Rounding::kBf16, CpuPrecision::kBf16EmulatedFp32Sinc, 1e-2, true}}) {
+    const PassResult host =
+        run_case("first_window", test::model_path(), 1, 0, f.rounding, f.fp32_sinc);
+    std::vector<float> engine(host.logprobs.size(), NAN);
+    make_cpu_engine(model, {1, f.precision})->forward(input.data.data(), 1, samples, engine.data());
+    const test::Comparison to_reference = test::compare(host.logprobs, host.reference);
+    const test::Comparison to_engine = test::compare(host.logprobs, engine);
+    double max_p = 0;
+    for (size_t i = 0; i < engine.size(); ++i)
+      max_p = std::max(max_p,
+                       std::fabs(std::exp(double(host.logprobs[i])) - std::exp(double(engine[i]))));
+    std::printf(
+        "[ cuda-pass ] %s: against ONNX Runtime max |diff| %.3g, flips %d (+%d at near-ties); "
+        "against the CPU engine's max |diff| %.3g, max |probability diff| %.3g, flips %d (+%d)\n",
+        cpu_precision_name(f.precision), to_reference.max_diff, to_reference.flips,
+        to_reference.ties_flipped, to_engine.max_diff, max_p, to_engine.flips,
+        to_engine.ties_flipped);
+    EXPECT_TRUE(to_reference.finite);
+    EXPECT_LE(max_p, f.max_prob_diff) << cpu_precision_name(f.precision);
+    EXPECT_EQ(to_engine.flips, 0) << cpu_precision_name(f.precision);
+  }
 }
 
 // cuda::stage_output names what each stage leaves behind (test_cuda_engine compares a GPU pass
