@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engines/cpu/cpu_voice_encoder.h"
+#include "engines/setting_names.h"
 #ifdef SPEAKERSEG_HAVE_CUDA
 #include "engines/cuda/cuda_voice_encoder.h"
 #endif
@@ -56,12 +57,7 @@ const char* engine_kind_name(EngineKind kind) {
 }
 
 bool parse_engine_kind(const std::string& name, EngineKind* out) {
-  for (EngineKind k : kKinds)
-    if (name == engine_kind_name(k)) {
-      *out = k;
-      return true;
-    }
-  return false;
+  return parse_setting_name(name, kKinds, engine_kind_name, out);
 }
 
 bool build_has_cuda_engine() {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "common/test_env.h"
 #include "engines/cpu/cpu_engine.h"
 #include "engines/cpu/emulated_precision.h"
+#include "engines/cpu/float_bits.h"
 #include "io/npy.h"
 
 namespace speakerseg {
@@ -24,17 +24,8 @@ using cpu::round_to_bf16;
 using cpu::round_to_fp16;
 using cpu::round_to_tf32;
 
-float from_bits(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
-
-uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
+using cpu::bits_float;
+using cpu::float_bits;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -62,7 +53,7 @@ TEST(EmulatedRounding, Fp16TiesToEvenOverflowAndSubnormals) {
   EXPECT_EQ(round_to_fp16(5 * 0x1p-26f), 0x1p-24f);         // 1.25 steps
   EXPECT_EQ(round_to_fp16(0x1p-14f - 0x1p-25f), 0x1p-14f);  // 1023.5 steps: to 1024
   EXPECT_EQ(round_to_fp16(1e-10f), 0.f);
-  EXPECT_EQ(bits_of(round_to_fp16(-1e-10f)), bits_of(-0.f));
+  EXPECT_EQ(float_bits(round_to_fp16(-1e-10f)), float_bits(-0.f));
   EXPECT_EQ(round_to_fp16(-0x1p-24f), -0x1p-24f);
 }
 
@@ -72,14 +63,14 @@ TEST(EmulatedRounding, Fp16TiesToEvenOverflowAndSubnormals) {
 TEST(EmulatedRounding, Fp16AgreesWithTheCompilersFloat16) {
   size_t checked = 0;
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) {
-    const float x = from_bits(static_cast<uint32_t>(bits));
+    const float x = bits_float(static_cast<uint32_t>(bits));
     const float want = static_cast<float>(static_cast<_Float16>(x));
     const float got = round_to_fp16(x);
     if (std::isnan(x)) {
       EXPECT_TRUE(std::isnan(got));
       continue;
     }
-    ASSERT_EQ(bits_of(got), bits_of(want)) << "x = " << x << " (bits " << bits << ")";
+    ASSERT_EQ(float_bits(got), float_bits(want)) << "x = " << x << " (bits " << bits << ")";
     ++checked;
   }
   EXPECT_GT(checked, 1000000u);
@@ -92,7 +83,7 @@ TEST(EmulatedRounding, Bf16KeepsEightSignificantBits) {
   EXPECT_EQ(round_to_bf16(1.f + 3 * 0x1p-8f), 1.f + 0x1p-6f);         // halfway: to even
   EXPECT_EQ(round_to_bf16(1.f + 0x1p-8f + 0x1p-20f), 1.f + 0x1p-7f);  // above halfway
   EXPECT_EQ(round_to_bf16(0.1f), 0.10009765625f);                     // bf16 0x3dcd
-  EXPECT_EQ(round_to_bf16(1e30f), from_bits((bits_of(1e30f) + 0x8000u) & 0xffff0000u));
+  EXPECT_EQ(round_to_bf16(1e30f), bits_float((float_bits(1e30f) + 0x8000u) & 0xffff0000u));
   EXPECT_TRUE(std::isfinite(round_to_bf16(65520.f * 1e20f)));  // fp32's range
   EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::max()), kInf);
   EXPECT_TRUE(std::isnan(round_to_bf16(std::nanf(""))));
@@ -104,7 +95,7 @@ TEST(EmulatedRounding, Tf32KeepsElevenSignificantBitsAndFp32Range) {
   EXPECT_EQ(round_to_tf32(1.f + 0x1p-11f + 0x1p-20f), 1.f + 0x1p-10f);  // above halfway
   EXPECT_EQ(round_to_tf32(0.1f), round_to_fp16(0.1f));  // same mantissa as fp16 in fp16's range
   EXPECT_EQ(round_to_tf32(100000.f), 99968.f);          // 1562 * 64 + a tie of 32: to even
-  EXPECT_EQ(round_to_tf32(1e30f), from_bits((bits_of(1e30f) + 0x1000u) & ~0x1fffu));
+  EXPECT_EQ(round_to_tf32(1e30f), bits_float((float_bits(1e30f) + 0x1000u) & ~0x1fffu));
   EXPECT_EQ(round_to_tf32(std::numeric_limits<float>::max()), kInf);
   EXPECT_EQ(round_to_tf32(-kInf), -kInf);
   EXPECT_TRUE(std::isnan(round_to_tf32(std::nanf(""))));

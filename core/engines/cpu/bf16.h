@@ -3,14 +3,14 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#include "engines/cpu/float_bits.h"
 
 namespace speakerseg::cpu {
 
 // A NaN stays a (quiet) NaN.
 inline uint16_t to_bf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t bits = float_bits(x);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);

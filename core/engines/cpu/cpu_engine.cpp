@@ -18,6 +18,7 @@
 #include "engines/cpu/cpu_gemm.h"
 #include "engines/cpu/cpu_kernels.h"
 #include "engines/cpu/lstm_recurrence.h"
+#include "engines/setting_names.h"
 
 namespace speakerseg {
 namespace {
@@ -373,12 +374,7 @@ const char* cpu_precision_name(CpuPrecision precision) {
 }
 
 bool parse_cpu_precision(const std::string& name, CpuPrecision* out) {
-  for (CpuPrecision p : kPrecisions)
-    if (name == cpu_precision_name(p)) {
-      *out = p;
-      return true;
-    }
-  return false;
+  return parse_setting_name(name, kPrecisions, cpu_precision_name, out);
 }
 
 namespace cpu {

@@ -2,31 +2,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "engines/cpu/bf16.h"
+#include "engines/cpu/float_bits.h"
 
 namespace speakerseg::cpu {
 namespace {
 
-uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
-
 // Keeps 10 of fp32's 23 mantissa bits, to nearest, ties to even (a carry may reach the exponent,
 // and from the largest binade infinity). For finite x.
 float keep_10_mantissa_bits(float x) {
-  uint32_t bits = bits_of(x);
+  uint32_t bits = float_bits(x);
   bits += 0xfffu + ((bits >> 13) & 1u);
-  return float_of(bits & ~0x1fffu);
+  return bits_float(bits & ~0x1fffu);
 }
 
 template <float (*Round)(float)>
@@ -51,7 +39,7 @@ const char* rounding_name(Rounding rounding) {
 }
 
 float round_to_fp16(float x) {
-  const uint32_t magnitude = bits_of(x) & 0x7fffffffu;
+  const uint32_t magnitude = float_bits(x) & 0x7fffffffu;
   if (magnitude >= 0x7f800000u) return x;  // infinity, NaN
   if (magnitude < 0x38800000u) {           // below 2^-14: fp16's subnormals, steps of 2^-24
     // x * 2^24 is exact (below 2^10); nearbyint rounds to nearest even in the default mode.
@@ -63,11 +51,11 @@ float round_to_fp16(float x) {
 }
 
 float round_to_bf16(float x) {
-  return float_of(static_cast<uint32_t>(to_bf16(x)) << 16);
+  return bits_float(static_cast<uint32_t>(to_bf16(x)) << 16);
 }
 
 float round_to_tf32(float x) {
-  if ((bits_of(x) & 0x7fffffffu) >= 0x7f800000u) return x;  // infinity, NaN
+  if ((float_bits(x) & 0x7fffffffu) >= 0x7f800000u) return x;  // infinity, NaN
   return keep_10_mantissa_bits(x);
 }
 

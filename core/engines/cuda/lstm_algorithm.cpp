@@ -1,5 +1,6 @@
 // The LSTM algorithm names, in core proper: the tools, the plugin and the CUDA module all use them.
 #include "engines/cuda/cuda_engine.h"
+#include "engines/setting_names.h"
 
 namespace speakerseg {
 
@@ -18,13 +19,10 @@ const char* lstm_algorithm_name(LstmAlgorithm algorithm) {
 }
 
 bool parse_lstm_algorithm(const std::string& name, LstmAlgorithm* out) {
-  for (LstmAlgorithm a : {LstmAlgorithm::kStandard, LstmAlgorithm::kPersistStaticSmallH,
-                          LstmAlgorithm::kPersistDynamic, LstmAlgorithm::kAuto})
-    if (name == lstm_algorithm_name(a)) {
-      *out = a;
-      return true;
-    }
-  return false;
+  constexpr LstmAlgorithm kAlgorithms[] = {LstmAlgorithm::kStandard,
+                                           LstmAlgorithm::kPersistStaticSmallH,
+                                           LstmAlgorithm::kPersistDynamic, LstmAlgorithm::kAuto};
+  return parse_setting_name(name, kAlgorithms, lstm_algorithm_name, out);
 }
 
 }  // namespace speakerseg
