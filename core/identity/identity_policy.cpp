@@ -62,9 +62,10 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     return {Verdict::kKeep, present, own->score};
   }
   const Match top = best(candidates);
+  const Match runner_up = best(candidates, top.id);
+  // Ahead of every other voice by the margin.
+  const bool clear = runner_up.id < 0 || top.score >= runner_up.score + s_.margin;
   if (top.id >= 0 && top.id != present) {
-    const float runner_up = best(candidates, top.id).score;
-    const bool clear = best(candidates, top.id).id < 0 || top.score >= runner_up + s_.margin;
     // Below the threshold an enrolled voice still takes the turn when the turn's present voice
     // is far behind it: a label carried onto an enrolled person scores its own voice like a
     // stranger. Not an anonymous voice: a few seconds of the stream make a less certain one.
@@ -98,9 +99,7 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
     // and the decision then revises what was shown. Against an anonymous voice the closer stays
     // the answer: a voice learned from the stream scores the stream's speech high whoever speaks
     // (often it is the enrolled person's own twin), and a label is not a name.
-    const Match runner_up = best(candidates, top.id);
-    if (!voiced && top.enrolled && runner_up.enrolled && may_add && seconds < kNewAfter &&
-        top.score < runner_up.score + s_.margin)
+    if (!voiced && top.enrolled && runner_up.enrolled && may_add && seconds < kNewAfter && !clear)
       return present >= 0 ? Decision{Verdict::kKeep, present, 0.f}
                           : Decision{Verdict::kUnknown, -1, 0.f};
     return {Verdict::kKnown, top.id, top.score};

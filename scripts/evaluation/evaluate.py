@@ -217,8 +217,9 @@ def as_announced(changes, hyp):
 def relabelled_seconds(announced, hyp):
     """Seconds the revisions showed under another label than the one announced."""
     seconds = 0.0
+    revised = {label: hyp.label_timeline(label).support() for label in hyp.labels()}
     for seg, _, label in announced.itertracks(yield_label=True):
-        same = hyp.label_timeline(label).support().crop(seg, mode="intersection").duration()
+        same = revised[label].crop(seg, mode="intersection").duration() if label in revised else 0.0
         seconds += seg.duration - same
     return seconds
 
