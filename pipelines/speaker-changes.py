@@ -17,59 +17,11 @@ build/ when it is not installed.
 """
 import argparse
 import json
-import os
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD_PLUGIN = pathlib.Path(os.environ.get("SPEAKERCHANGE_PLUGIN_DIR", ROOT / "build" / "gst" / "speakerchange"))
-if BUILD_PLUGIN.is_dir():
-    os.environ["GST_PLUGIN_PATH"] = os.pathsep.join(
-        p for p in (str(BUILD_PLUGIN), os.environ.get("GST_PLUGIN_PATH", "")) if p)
-
-import gi  # noqa: E402
-
-gi.require_version("Gst", "1.0")
-from gi.repository import GLib, GObject, Gst  # noqa: E402
-
-
-def set_checked(element, name, text):
-    """Sets a property from its text as gst-launch-1.0 would, but refuses what gst-launch only
-    warns about: an unknown property, a value that does not parse, one out of range."""
-    factory = element.get_factory().get_name()
-    spec = element.find_property(name)
-    if spec is None:
-        raise ValueError(f"{factory} has no property '{name}' (gst-inspect-1.0 {factory} lists them)")
-    if not spec.flags & GObject.ParamFlags.WRITABLE:
-        raise ValueError(f"{factory}'s property '{name}' is read-only")
-    t = spec.value_type
-    bad = f"{name}={text!r}: "
-    if t.is_a(GObject.TYPE_ENUM):
-        choices = {v.value_nick: v for v in type(spec.default_value).__enum_values__.values()}
-        if text not in choices:
-            raise ValueError(bad + f"{name} takes one of {', '.join(choices)}")
-        value = choices[text]
-    elif t == GObject.TYPE_BOOLEAN:
-        words = {"true": True, "yes": True, "1": True, "on": True,
-                 "false": False, "no": False, "0": False, "off": False}
-        if text.lower() not in words:
-            raise ValueError(bad + f"{name} takes true or false")
-        value = words[text.lower()]
-    elif t in (GObject.TYPE_DOUBLE, GObject.TYPE_FLOAT, GObject.TYPE_INT, GObject.TYPE_UINT,
-               GObject.TYPE_INT64, GObject.TYPE_UINT64, GObject.TYPE_LONG, GObject.TYPE_ULONG):
-        integer = t not in (GObject.TYPE_DOUBLE, GObject.TYPE_FLOAT)
-        try:
-            value = int(text) if integer else float(text)
-        except ValueError:
-            raise ValueError(bad + f"{name} takes {'a whole number' if integer else 'a number'}") from None
-        if not spec.minimum <= value <= spec.maximum:
-            raise ValueError(bad + f"{name} must be from {spec.minimum:g} to {spec.maximum:g}")
-    elif t == GObject.TYPE_STRING:
-        value = text
-    else:
-        Gst.util_set_object_arg(element, name, text)
-        return
-    element.set_property(name, value)
+import speakerchange_app as app  # before GStreamer: it points GStreamer at the build's plugin
+from gi.repository import GLib, Gst
 
 
 def main():
@@ -95,14 +47,10 @@ def main():
     sc = pipeline.get_by_name("sc")
     try:
         if a.latency is not None:
-            set_checked(sc, "latency", str(a.latency))
+            app.set_checked(sc, "latency", str(a.latency))
         if a.live:
-            set_checked(sc, "mode", "latency")
-        for prop in a.props:
-            name, eq, value = prop.partition("=")
-            if not eq:
-                raise ValueError(f"{prop!r}: properties are given as NAME=VALUE")
-            set_checked(sc, name, value)
+            app.set_checked(sc, "mode", "latency")
+        app.set_all(sc, a.props)
     except ValueError as e:
         sys.exit(f"speakerchange: {e}")
 
@@ -126,10 +74,6 @@ def main():
     src.connect("pad-added", on_pad_added)
     src.connect("no-more-pads", on_no_more_pads)
 
-    def note(text):
-        """One line on stderr; on a terminal, over the progress line (redrawn on its next tick)."""
-        print(("\r\033[K" if sys.stderr.isatty() else "") + text, file=sys.stderr, flush=True)
-
     reidentify = sc.get_property("reidentify")
     changes, error, ended, unanalysed = [], None, False, 0.0
     loop = GLib.MainLoop()
@@ -138,14 +82,7 @@ def main():
         nonlocal error, ended, unanalysed
         name = msg.get_structure().get_name() if msg.type == Gst.MessageType.ELEMENT else None
         if name == "speaker-change-revision":
-            s = msg.get_structure()
-            revision = {
-                "revises": round(s.get_value("timestamp") / Gst.SECOND, 3),
-                "speaker": s.get_string("speaker"),
-                "was": s.get_string("previous-speaker"),
-                "delay": round(s.get_value("delay") / Gst.SECOND, 3),
-                "voice": round(s.get_double("voice-score")[1], 3),
-            }
+            revision = app.revision(msg.get_structure())
             # The timeline's turn that began at that change is the revision's speaker's.
             for c in reversed(changes):
                 if c["time"] == revision["revises"] and c["speaker"]:
@@ -153,34 +90,14 @@ def main():
                     break
             print(json.dumps(revision), flush=True)
         elif name == "speaker-change":
-            s = msg.get_structure()
-            active = s.get_value("active-speakers")
-            change = {
-                "time": round(s.get_value("timestamp") / Gst.SECOND, 3),
-                "speaker": s.get_string("speaker"),
-                "previous": s.get_string("previous-speaker"),
-                "confidence": round(s.get_double("confidence")[1], 3),
-                "active": list(active) if active is not None else [],
-                "delay": round(s.get_value("delay") / Gst.SECOND, 3),
-            }
-            if reidentify:
-                change["voice"] = round(s.get_double("voice-score")[1], 3)
-            changes.append(change)
+            change = app.change(msg.get_structure(), reidentify)
             print(json.dumps(change), flush=True)
+            changes.append(change)
         elif name == "speaker-change-unanalysed":
-            s = msg.get_structure()
-            unanalysed = s.get_double("unanalysed-seconds")[1]
-            stretch = (f"{s.get_double('unanalysed-seconds')[1]:.1f} s of stream time unanalysed "
-                       f"({s.get_uint64('unanalysed-windows')[1]} windows dropped)")
-            if s.get_boolean("engine-available")[1]:
-                note(f"speakerchange: the inference engine answers again; {stretch} in all")
-            else:
-                note(f"speakerchange: {stretch} so far: {s.get_string('reason')}")
+            line, unanalysed = app.unanalysed(msg.get_structure())
+            app.note(line)
         elif msg.type == Gst.MessageType.WARNING:
-            warning, debug = msg.parse_warning()
-            # The debug text begins with where in the source it was posted; the rest says more.
-            more = " ".join(debug.split("\n", 1)[1].split()) if debug and "\n" in debug else ""
-            note(f"speakerchange: warning: {warning.message}" + (f" ({more})" if more else ""))
+            app.note(app.warning(msg))
         elif msg.type == Gst.MessageType.APPLICATION and msg.get_structure().get_name() == "no-audio":
             error = (f"{a.recording} has no audio track (its streams: "
                      f"{msg.get_structure().get_string('streams')})")

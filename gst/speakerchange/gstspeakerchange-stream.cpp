@@ -17,15 +17,10 @@
 namespace gstspeakerchange {
 namespace {
 
-constexpr GstClockTime kContinuityTolerance = 40 * GST_MSECOND;  // jitter taken as continuous
-constexpr GstClockTime kMaxFilledJump = GST_SECOND;  // PTS gaps shorter than this become silence
 constexpr int kLiveMaxQueue = 4;
 
 GstClockTime sample_time(const Stream* s, int64_t sample) {
-  const GstClockTimeDiff t = s->base + static_cast<GstClockTimeDiff>(gst_util_uint64_scale_int(
-                                           static_cast<guint64>(std::max<int64_t>(sample, 0)),
-                                           GST_SECOND, speakerseg::kSampleRate));
-  return static_cast<GstClockTime>(std::max<GstClockTimeDiff>(t, 0));
+  return static_cast<GstClockTime>(std::max<int64_t>(s->time_line.time_of(sample), 0));
 }
 
 GstClockTime samples_to_duration(int64_t samples) {
@@ -37,8 +32,14 @@ GstClockTime samples_to_duration(int64_t samples) {
 void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
                  GstClockTime stall_delay) {
   GstBaseTransform* trans = GST_BASE_TRANSFORM(self);
-  const Stream* s = self->stream;
-  const GstClockTime timestamp = sample_time(s, c.sample);
+  Stream* s = self->stream;
+  // A revision names a change already sent, at its time; a change is ordered on its time line.
+  speakerseg::TimeLine::Stamp stamp;
+  if (c.revision)
+    stamp.time = s->time_line.time_of(c.sample), stamp.line = s->time_line.line();
+  else
+    stamp = s->time_line.stamp(s->time_line.time_of(c.sample));
+  const GstClockTime timestamp = static_cast<GstClockTime>(std::max<int64_t>(stamp.time, 0));
   GstClockTime running_time = GST_CLOCK_TIME_NONE, stream_time = GST_CLOCK_TIME_NONE;
   if (trans->segment.format == GST_FORMAT_TIME) {
     running_time = gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, timestamp);
@@ -58,6 +59,9 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
   r.voice_score = c.voice_score;
   r.stalled = c.stalled;
   r.revision = c.revision;
+  r.timeline = stamp.line;
+  r.new_timeline = stamp.new_line.empty() ? nullptr : g_strdup(stamp.new_line.c_str());
+  if (r.new_timeline) GST_INFO_OBJECT(self, "time line %u begins: %s", r.timeline, r.new_timeline);
   GstStructure* st = gst_speaker_change_result_new_structure(&r);
   gst_speaker_change_result_clear(&r);
 
@@ -148,7 +152,7 @@ speakerseg::WindowBuffer::WindowFn submitter(Stream* s) {
 // passed since the last one (or since the stretch began).
 void post_stats_if_due(GstSpeakerChange* self) {
   Stream* s = self->stream;
-  if (s->stats_interval == 0 || !s->segmenter || !s->have_base) return;
+  if (s->stats_interval == 0 || !s->segmenter || !s->time_line.in_stretch()) return;
   const GstClockTime now = sample_time(s, s->windows->total());
   if (!GST_CLOCK_TIME_IS_VALID(s->next_stats))
     s->next_stats = sample_time(s, 0) + s->stats_interval;
@@ -254,6 +258,11 @@ void audio_until(GstSpeakerChange* self, GstClockTime end) {
     stall_audio(self, running);
 }
 
+void begin_stretch(Stream* s, int64_t start) {
+  s->time_line.begin_stretch(start, s->resume_context);
+  s->resume_context.clear();
+}
+
 // end_stretch() and stall_stretch(): the one way a stretch ends.
 GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
                              GstClockTime next_start, GstClockTime stall_delay) {
@@ -266,9 +275,9 @@ GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
     ret = emit_ready(self, stall_delay);
   }
   forget_stretch(s);
+  s->resume_context = how == speakerseg::StretchEnd::kStalled ? "after the feed stalled" : "";
   if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(next_start)) {
-    s->base = static_cast<GstClockTimeDiff>(next_start);
-    s->have_base = true;
+    begin_stretch(s, next_start);
     audio_until(self, next_start);  // the gap: time went on
   }
   return ret;
@@ -279,9 +288,13 @@ GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
 void forget_stretch(Stream* s) {
   if (s->segmenter) s->segmenter->reset();
   if (s->windows) s->windows->reset();
-  s->have_base = false;
-  s->base = 0;
+  s->time_line.end_stretch();
   s->next_stats = GST_CLOCK_TIME_NONE;
+}
+
+void restart_time_line(Stream* s) {
+  forget_stretch(s);
+  s->time_line.restart("the stream was flushed (a seek, or upstream restarted it)");
 }
 
 GstFlowReturn end_stretch(GstSpeakerChange* self, GstClockTime next_start) {
@@ -294,44 +307,42 @@ GstFlowReturn stall_stretch(GstSpeakerChange* self, GstClockTime waited) {
   return finish_stretch(self, speakerseg::StretchEnd::kStalled, GST_CLOCK_TIME_NONE, waited);
 }
 
-GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n) {
+GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n,
+                      bool discont) {
   Stream* s = self->stream;
   if (!ensure_segmenter(self)) return GST_FLOW_ERROR;
   GstFlowReturn ret = GST_FLOW_OK;
   if (GST_CLOCK_TIME_IS_VALID(pts)) {
-    const GstClockTimeDiff t = static_cast<GstClockTimeDiff>(pts);
-    if (s->have_base) {
-      const GstClockTimeDiff expected =
-          s->base + static_cast<GstClockTimeDiff>(samples_to_duration(s->windows->total()));
-      const GstClockTimeDiff jump = t - expected;
-      if (std::abs(jump) <= static_cast<GstClockTimeDiff>(kContinuityTolerance)) {
-        s->base += jump;  // jitter or clock drift: follow upstream's time line
-      } else if (jump > 0 && jump < static_cast<GstClockTimeDiff>(kMaxFilledJump)) {
-        const int64_t missing = static_cast<int64_t>(gst_util_uint64_scale_round(
-            static_cast<guint64>(jump), speakerseg::kSampleRate, GST_SECOND));
-        GST_DEBUG_OBJECT(self, "filling a gap of %" GST_STIME_FORMAT " with silence",
-                         GST_STIME_ARGS(jump));
-        s->windows->push(nullptr, static_cast<size_t>(missing), submitter(s));
-        s->base = t - static_cast<GstClockTimeDiff>(samples_to_duration(s->windows->total()));
-      } else {
-        GST_INFO_OBJECT(self,
-                        "time line jumps by %" GST_STIME_FORMAT
-                        ": ending the stretch, starting a new one at %" GST_TIME_FORMAT,
-                        GST_STIME_ARGS(jump), GST_TIME_ARGS(pts));
-        ret = end_stretch(self);
-        if (ret != GST_FLOW_OK) return ret;
-      }
+    const int64_t t = static_cast<int64_t>(pts);
+    speakerseg::Placement p;
+    if (s->time_line.in_stretch())
+      p = s->time_line.place(t, s->windows->total(), static_cast<int64_t>(n), discont);
+    if (p.action == speakerseg::Placement::Action::kNewStretch) {
+      GST_INFO_OBJECT(self, "%s: ending the stretch, starting a new one at %" GST_TIME_FORMAT,
+                      p.why.c_str(), GST_TIME_ARGS(pts));
+      ret = end_stretch(self);
+      if (ret != GST_FLOW_OK) return ret;
+      p = {};
     }
-    if (!s->have_base) {
-      s->base = t;
-      s->have_base = true;
+    if (!s->time_line.in_stretch()) begin_stretch(s, t);
+    if (p.silence > 0) {
+      GST_DEBUG_OBJECT(self, "filling a gap of %" G_GINT64_FORMAT " samples with silence",
+                       p.silence);
+      s->windows->push(nullptr, static_cast<size_t>(p.silence), submitter(s));
     }
-  } else if (!s->have_base) {
+    if (p.skip > 0) {
+      if (!p.why.empty())
+        GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("Upstream's timestamps went back"),
+                            ("%s", p.why.c_str()));
+      samples = samples ? samples + p.skip : nullptr;
+      n -= static_cast<size_t>(p.skip);
+    }
+  } else if (!s->time_line.in_stretch()) {
     const GstSegment& seg = GST_BASE_TRANSFORM(self)->segment;
-    s->base = seg.format == GST_FORMAT_TIME ? static_cast<GstClockTimeDiff>(seg.start) : 0;
-    s->have_base = true;
+    begin_stretch(s, seg.format == GST_FORMAT_TIME ? static_cast<int64_t>(seg.start) : 0);
   }
   if (n > 0) s->windows->push(samples, n, submitter(s));
+  s->time_line.reached(s->windows->total());
   audio_until(self, sample_time(s, s->windows->total()));
   post_stats_if_due(self);
   return emit_ready(self);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engines/segmentation_engine.h"
@@ -18,6 +19,7 @@
 #include "scheduling/shared_segmenter.h"
 #include "scheduling/window_segmenter.h"
 #include "streaming/stream_settings.h"
+#include "streaming/time_line.h"
 #include "streaming/window_buffer.h"
 
 namespace gstspeakerchange {
@@ -47,8 +49,9 @@ struct Stream {
   GstAudioInfo info;
   std::vector<float> scratch;
   std::vector<int16_t> s16_scratch;
-  bool have_base = false;
-  GstClockTimeDiff base = 0;  // buffer time of sample 0 of the current stretch
+  // Where the stretch's samples lie in buffer time, and the order of what is announced.
+  speakerseg::TimeLine time_line;
+  std::string resume_context;  // how the last stretch ended, for the next one's time line
   uint64_t dropped_reported = 0;
   // The engine outage last reported ("": none) and the unanalysed stream time last posted.
   std::string outage_reported;
@@ -59,9 +62,10 @@ struct Stream {
 };
 
 // Feeds `n` samples (null: silence) whose first sample has buffer time `pts` (NONE: whatever
-// follows the previous samples), after checking the time line for gaps and jumps; sends the
-// changes the worker has ready.
-GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n);
+// follows the previous samples), after checking the time line for gaps and jumps (`discont`: a
+// buffer flagged DISCONT); sends the changes the worker has ready.
+GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* samples, size_t n,
+                      bool discont = false);
 
 // Ends the current stretch: runs the last partial window, makes every frame final, sends what is
 // left; then starts afresh (EOS, discontinuity, long gap). `next_start`, where known (a long
@@ -75,5 +79,8 @@ GstFlowReturn stall_stretch(GstSpeakerChange* self, GstClockTime waited);
 
 // Forgets the current stretch without announcing anything (flush).
 void forget_stretch(Stream* s);
+
+// After a flush: what follows is on a new time line.
+void restart_time_line(Stream* s);
 
 }  // namespace gstspeakerchange

@@ -54,6 +54,10 @@
  * * #gboolean `stalled`: %TRUE for the one change that announces a stalled live feed (see "Live
  *   feeds that stall" below): `speaker` is "", `timestamp` the end of the last audio, `delay` how
  *   long the clock had run past it, `confidence` 1, `active-speakers` empty. %FALSE otherwise.
+ * * #guint `timeline`: the time line the change is on (0, 1, ...; see "Time line" below): on one
+ *   line no change's `timestamp` is earlier than the one before it.
+ * * #gchararray `new-timeline`: on the first change of a new time line, why it began (upstream's
+ *   timestamps went back, and by how much; a flush); "" on every other change.
  *
  * ## Identity by voice
  *
@@ -159,16 +163,29 @@
  *
  * ## Time line
  *
- * Sample positions count from the first sample after start, a flush or a discontinuity; the PTS of
- * that first sample anchors them to buffer time. Each buffer's PTS is compared with the expected
- * one: within 40 ms it counts as continuous (the anchor follows it, absorbing jitter and drift);
- * a forward gap shorter than 1 s is filled with silence; a longer gap or a jump backwards ends the
- * stretch (its remaining changes are sent, as at EOS) and starts a new time line, with new speaker
- * labels, from that buffer. Buffers flagged %GST_BUFFER_FLAG_GAP count as silence. A GAP event
- * shorter than 5 s is filled with silence; a longer one ends the stretch like a discontinuity, and
- * the next stretch begins where it ends, even for a buffer without a timestamp (a GAP event
- * without duration adds no audio; it only shows a live feed alive, below). FLUSH_STOP forgets
- * everything that was pending. A caps change between F32LE and S16LE continues the same time line.
+ * Sample positions count from the first sample of a stretch of stream; the PTS of that sample
+ * anchors them to buffer time, and from there the samples are the clock, as in audiobasesink.
+ * Each buffer's PTS is compared with the time its first sample has on that clock: within 40 ms it
+ * counts as continuous (jitter); a forward gap shorter than 1 s is filled with silence; a longer
+ * one ends the stretch (its remaining changes are sent, as at EOS) and a new stretch, with new
+ * speaker labels unless #GstSpeakerChange:reidentify carries them, begins at that buffer.
+ * Timestamps that fall behind the samples are taken as jitter until they have stayed behind for
+ * 1 s of audio; then the audio whose time was already analysed is dropped, with a warning, until
+ * its timestamps catch up (a frozen source that sends what it owes at once, stamped as it
+ * arrives), unless they went back for good by more than 1 s (they keep pace with the audio from
+ * further back: a source whose clock restarted), which begins a new stretch there, as a buffer
+ * flagged %GST_BUFFER_FLAG_DISCONT with an earlier time does at once. Buffers flagged
+ * %GST_BUFFER_FLAG_GAP count as silence. A GAP event shorter than 5 s is filled with
+ * silence; a longer one ends the stretch, and the next stretch begins where it ends, even for a
+ * buffer without a timestamp (a GAP event without duration adds no audio; it only shows a live
+ * feed alive, below). FLUSH_STOP forgets everything that was pending. A caps change between F32LE
+ * and S16LE continues the stretch.
+ *
+ * Changes are ordered on a time line: on one line no change has an earlier `timestamp` than the
+ * change before it. A stretch that begins before the end of the audio the line already carried
+ * (more than 40 ms back), and the first stretch after a flush, begin a new time line: `timeline`
+ * counts up and the first change on it says why in `new-timeline`. An application that orders or
+ * aligns changes by time starts afresh there.
  *
  * ## Live feeds that stall
  *
@@ -189,9 +206,10 @@
  * the stream lock, in order with the events around it: the messages of a stall are posted from that
  * thread while it holds the stream lock, so a bus sync handler must not change the pipeline's state
  * in reaction to them (that waits for the same lock); react from an asynchronous bus watch. When
- * audio comes back, analysis resumes on a new time line, as after a discontinuity (new speaker
- * labels, the first change from ""). The clock counts only in PLAYING; flushes, EOS and stopping
- * disarm it, and #GstSpeakerChange:stall-margin -1 (any negative value) switches the watch off.
+ * audio comes back, analysis resumes in a new stretch, as after a long gap (the first change from
+ * ""), on the same time line unless the audio comes back at an earlier time. The clock counts only
+ * in PLAYING; flushes, EOS and stopping disarm it, and #GstSpeakerChange:stall-margin -1 (any
+ * negative value) switches the watch off.
  *
  * The element adds no latency to the audio and answers the LATENCY query with upstream's answer.
  * Consumers of the events that need the changes in time should plan for `delay`.
@@ -299,7 +317,8 @@ gboolean speaker_change_stop(GstBaseTransform* trans) {
   s->windows.reset();
   s->scratch = {};
   s->s16_scratch = {};
-  s->have_base = false;
+  s->time_line = {};
+  s->resume_context.clear();
   gst_audio_info_init(&s->info);
   return TRUE;
 }
@@ -352,7 +371,8 @@ GstFlowReturn speaker_change_transform_ip(GstBaseTransform* trans, GstBuffer* bu
       samples = s->scratch.data();
     }
   }
-  const GstFlowReturn ret = process(self, GST_BUFFER_PTS(buf), samples, n);
+  const GstFlowReturn ret =
+      process(self, GST_BUFFER_PTS(buf), samples, n, GST_BUFFER_IS_DISCONT(buf));
   gst_buffer_unmap(buf, &map);
   return ret;
 }
@@ -363,7 +383,7 @@ gboolean speaker_change_sink_event(GstBaseTransform* trans, GstEvent* event) {
   GstFlowReturn ret = GST_FLOW_OK;
   switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_FLUSH_STOP:
-      forget_stretch(s);
+      restart_time_line(s);
       stall_reset(self);
       break;
     case GST_EVENT_EOS:

@@ -19,6 +19,7 @@ void gst_speaker_change_result_clear(GstSpeakerChangeResult* result) {
   g_free(result->speaker);
   g_free(result->previous_speaker);
   g_strfreev(result->active_speakers);
+  g_free(result->new_timeline);
   reset(result);
 }
 
@@ -82,6 +83,10 @@ gboolean gst_speaker_change_result_parse_structure(const GstStructure* structure
     result->voice_score = 0; /* an element before identity by voice */
   if (ok && !gst_structure_get_boolean(structure, "stalled", &result->stalled))
     result->stalled = FALSE; /* an element before stall detection */
+  /* An element before time lines: one line. */
+  if (ok && !gst_structure_get_uint(structure, "timeline", &result->timeline)) result->timeline = 0;
+  if (ok && !get_string(structure, "new-timeline", &result->new_timeline))
+    result->new_timeline = g_strdup("");
   if (!ok) gst_speaker_change_result_clear(result);
   return ok;
 }
@@ -124,7 +129,9 @@ GstStructure* gst_speaker_change_result_new_structure(const GstSpeakerChangeResu
   gst_structure_take_value(s, "active-speakers", &active);
   gst_structure_set(s, "confidence", G_TYPE_DOUBLE, result->confidence, "delay", G_TYPE_UINT64,
                     result->delay, "voice-score", G_TYPE_DOUBLE, result->voice_score, "stalled",
-                    G_TYPE_BOOLEAN, result->stalled, NULL);
+                    G_TYPE_BOOLEAN, result->stalled, "timeline", G_TYPE_UINT, result->timeline,
+                    "new-timeline", G_TYPE_STRING,
+                    result->new_timeline != NULL ? result->new_timeline : "", NULL);
   return s;
 }
 

@@ -77,8 +77,9 @@ G_BEGIN_DECLS
  *   plus its `stall-margin` past upstream's latency): @speaker is "" (nobody is heard), @timestamp
  *   the end of the last audio and @delay how long the clock had run past it. Sent once per stall,
  *   also when nobody was speaking (then @previous_speaker is "" too); the next change, once audio
- *   returns, starts a new time line. %FALSE for every other change. Field `stalled`
- *   (#gboolean); structures without it (older elements) parse with %FALSE.
+ *   returns, starts a new stretch (on the same time line, unless the audio returns at an earlier
+ *   time: see @timeline). %FALSE for every other change. Field `stalled` (#gboolean);
+ *   structures without it (older elements) parse with %FALSE.
  * @revision: %TRUE for a `speaker-change-revision`: with `reidentify` on, later evidence of the
  *   voice showed that the change announced at @timestamp (same @timestamp, @running_time and
  *   @stream_time) was @speaker, not @previous_speaker as announced. The time of the change stays;
@@ -87,6 +88,18 @@ G_BEGIN_DECLS
  *   @active_speakers is empty, @confidence 0, @voice_score the new speaker's. A revision names
  *   a change sent earlier; one that names none this application saw (it joined later) can be
  *   ignored. %FALSE for a change (structure `speaker-change`).
+ * @timeline: which time line the change is on: 0, then 1, 2, ... On one time line every
+ *   change's @timestamp is no earlier than the one before it (a revision keeps the time of the
+ *   change it names). A new line begins when upstream's timestamps go back for good (a source
+ *   whose clock restarted, a feed that returns at an earlier time after a stall) and after a
+ *   flush (a seek): its times may repeat earlier ones. Short disagreements are absorbed: jitter,
+ *   lost audio up to 1 s (taken as silence), and audio stamped behind the time already analysed
+ *   (a frozen source sending what it owes at once), which is dropped, with a warning, until its
+ *   timestamps catch up. Field `timeline` (#guint); structures without it parse with 0.
+ * @new_timeline: on the first change of a new time line, why it began (e.g. "the timestamps went
+ *   back 13.204 s, to 14.550 s, before the end of the audio already analysed (27.754 s) after
+ *   the feed stalled"); "" on every other change. Never %NULL after a successful parse. Field
+ *   `new-timeline` (#gchararray); structures without it parse with "".
  *
  * One speaker change. After a successful parse the struct owns its strings: release them with
  * gst_speaker_change_result_clear(). To build one for gst_speaker_change_result_new_structure()
@@ -105,9 +118,10 @@ typedef struct {
   gdouble voice_score;
   gboolean stalled;
   gboolean revision;
-
-  /*< private >*/
-  gpointer _gst_reserved[GST_PADDING - 3]; /* voice_score, stalled, revision: one slot each */
+  guint timeline;
+  gchar* new_timeline;
+  /* The GST_PADDING slots the first release reserved are used up: voice_score, stalled and
+   * revision, timeline and new_timeline take their room, and the struct keeps its size. */
 } GstSpeakerChangeResult;
 
 /**

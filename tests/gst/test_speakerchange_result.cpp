@@ -35,6 +35,8 @@ void fill(Result& r, std::vector<const char*> active) {
   r.confidence = 0.84703655044237769;
   r.voice_score = 0.8125;
   r.stalled = TRUE;
+  r.timeline = 2;
+  r.new_timeline = g_strdup("the timestamps went back 13.204 s");
 }
 
 void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult& b) {
@@ -49,6 +51,8 @@ void expect_equal(const GstSpeakerChangeResult& a, const GstSpeakerChangeResult&
   EXPECT_EQ(a.voice_score, b.voice_score);
   EXPECT_EQ(a.stalled, b.stalled);
   EXPECT_EQ(a.revision, b.revision);
+  EXPECT_EQ(a.timeline, b.timeline);
+  EXPECT_STREQ(a.new_timeline, b.new_timeline);
 }
 
 GstStructure* parse_string(const char* text) {
@@ -104,7 +108,8 @@ TEST(SpeakerChangeResult, StructureLayout) {
       {"stream-time", G_TYPE_UINT64},      {"speaker", G_TYPE_STRING},
       {"previous-speaker", G_TYPE_STRING}, {"active-speakers", GST_TYPE_ARRAY},
       {"confidence", G_TYPE_DOUBLE},       {"delay", G_TYPE_UINT64},
-      {"voice-score", G_TYPE_DOUBLE},      {"stalled", G_TYPE_BOOLEAN}};
+      {"voice-score", G_TYPE_DOUBLE},      {"stalled", G_TYPE_BOOLEAN},
+      {"timeline", G_TYPE_UINT},           {"new-timeline", G_TYPE_STRING}};
   ASSERT_EQ(gst_structure_n_fields(s), static_cast<gint>(fields.size()));
   for (size_t i = 0; i < fields.size(); i++) {
     EXPECT_EQ(gst_structure_nth_field_name(s, static_cast<guint>(i)), fields[i].first);
@@ -115,7 +120,7 @@ TEST(SpeakerChangeResult, StructureLayout) {
 }
 
 // A structure of an element before identity by voice has no voice-score, nor one before stall
-// detection a `stalled`: it parses, with 0 and FALSE.
+// detection a `stalled`, nor one before time lines a `timeline`: it parses, with 0, FALSE, 0, "".
 TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScoreOrStalled) {
   GstStructure* s = parse_string(
       "speaker-change, timestamp=(guint64)1, running-time=(guint64)1, stream-time=(guint64)1, "
@@ -125,6 +130,8 @@ TEST(SpeakerChangeResult, ParsesAStructureWithoutVoiceScoreOrStalled) {
   ASSERT_TRUE(gst_speaker_change_result_parse_structure(s, &out));
   EXPECT_EQ(out.voice_score, 0.0);
   EXPECT_FALSE(out.stalled);
+  EXPECT_EQ(out.timeline, 0u);
+  EXPECT_STREQ(out.new_timeline, "");
   gst_structure_free(s);
 }
 
