@@ -24,7 +24,9 @@ apt_install() {
 }
 # dpkg-checkbuilddeps itself, then whatever it says is missing (versions stripped: bookworm's are
 # the ones debian/control was written against).
-command -v dpkg-checkbuilddeps >/dev/null && command -v dh >/dev/null || apt_install dpkg-dev debhelper
+if ! command -v dpkg-checkbuilddeps >/dev/null || ! command -v dh >/dev/null; then
+  apt_install dpkg-dev debhelper
+fi
 if ! unmet=$(dpkg-checkbuilddeps 2>&1); then
   # shellcheck disable=SC2046  # one word per package
   apt_install $(sed -n 's/.*Unmet build dependencies: //p' <<<"$unmet" | sed 's/([^)]*)//g; s/|[^ ]*//g')

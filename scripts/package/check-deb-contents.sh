@@ -11,7 +11,9 @@ status=0
 
 one_deb() {  # the single .deb of package $1
   local debs=("$dir/$1"_*.deb)
-  [ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || { echo "check-deb-contents: no $dir/$1_*.deb" >&2; exit 1; }
+  if [ ${#debs[@]} -ne 1 ] || ! [ -f "${debs[0]}" ]; then
+    echo "check-deb-contents: not one $dir/$1_*.deb" >&2; exit 1
+  fi
   echo "${debs[0]}"
 }
 expect_file() {  # expect_file DEB PATH: PATH (no leading /) is in DEB
