@@ -2,7 +2,8 @@
 # Installs the built packages on a clean Debian 12 and runs the plugin from them: apt-get installs
 # build-deb/*.deb (so their Depends come from Debian's mirror) into a fresh debootstrap root with no
 # checkout, no build tree and no GST_PLUGIN_PATH; there `gst-inspect-1.0 speakerchange`, the README's
-# main example (speaker-changes on sample.wav, whose output must be the README's lines) and its
+# main example (speaker-changes on sample.wav, whose output must be the README's lines), its
+# enrolment of two speakers with speakerseg (the named lines must be the README's too) and its
 # gst-launch-1.0 pipeline must work. Usage, as root, after scripts/package/build-deb.sh:
 #   scripts/package/check-deb.sh [DIR]   (DIR: where the .deb files are; default build-deb)
 # Run by hand, not by CI: the first run downloads a Debian base system (debootstrap, ~200 MB
@@ -61,16 +62,41 @@ in_root gst-inspect-1.0 speakerchange >"$check_dir/gst-inspect.txt"
 head -n 25 "$check_dir/gst-inspect.txt"
 grep -A3 '^  model ' "$check_dir/gst-inspect.txt"
 
+# The README's first fenced block without a language (its output, not its commands) after the
+# line that holds $1.
+readme_output() {
+  awk -v pat="$1" '
+    /^```/ { if (!fenced) { fenced = 1; if (seen && $0 == "```") printing = 1 }
+             else { fenced = 0; if (printing) exit }
+             next }
+    printing { print }
+    index($0, pat) { seen = 1 }' README.md
+}
+# expect_readme NAME PATTERN: $check_dir/NAME.jsonl is the README's output after PATTERN's line.
+expect_readme() {
+  readme_output "$2" >"$check_dir/$1.readme.jsonl"
+  if ! [ -s "$check_dir/$1.readme.jsonl" ] || ! diff "$check_dir/$1.readme.jsonl" "$check_dir/$1.jsonl"; then
+    echo "check-deb: FAIL: the output is not the README's (above: diff README installed)" >&2
+    exit 1
+  fi
+}
+
 echo "check-deb: \$ speaker-changes /tmp/sample.wav"
 in_root speaker-changes /tmp/sample.wav >"$check_dir/changes.jsonl"
 cat "$check_dir/changes.jsonl"
-# The README's lines: the block after the line that ends "Its real output on `sample.wav`:".
-awk '/Its real output on `sample.wav`:$/ {on=1; next} on && /^```$/ {if (inside) exit; inside=1; next}
-     inside {print}' README.md >"$check_dir/readme.jsonl"
-if ! [ -s "$check_dir/readme.jsonl" ] || ! diff "$check_dir/readme.jsonl" "$check_dir/changes.jsonl"; then
-  echo "check-deb: FAIL: speaker-changes' output is not the README's (above: diff README installed)" >&2
-  exit 1
-fi
+# shellcheck disable=SC2016  # the backquotes are the README's
+expect_readme changes 'Its real output on `sample.wav`:'
+
+# The README's enrolment: speakerseg (the models found where the package put them) and the names.
+echo "check-deb: \$ speakerseg enroll --name Alice ... ; speakerseg enroll --name Bob ..."
+in_root speakerseg enroll --name Alice --input /tmp/sample.wav --start 10.6 --end 14.4 \
+  --voiceprints /tmp/people.json
+in_root speakerseg enroll --name Bob --input /tmp/sample.wav --start 22.0 --end 27.8 \
+  --voiceprints /tmp/people.json
+echo "check-deb: \$ speaker-changes /tmp/sample.wav voiceprints=/tmp/people.json"
+in_root speaker-changes /tmp/sample.wav voiceprints=/tmp/people.json >"$check_dir/named.jsonl"
+cat "$check_dir/named.jsonl"
+expect_readme named 'sample.wav voiceprints=/tmp/people.json'
 
 echo "check-deb: \$ gst-launch-1.0 -m filesrc location=/tmp/sample.wav ! wavparse ! audioconvert ! audioresample ! speakerchange ! fakesink"
 in_root gst-launch-1.0 -m filesrc location=/tmp/sample.wav ! wavparse ! audioconvert ! \
