@@ -106,4 +106,4 @@ grep -m2 'speaker-change, ' "$check_dir/gst-launch.txt"
 [ "$(grep -c 'speaker-change, ' "$check_dir/gst-launch.txt")" -eq "$(wc -l <"$check_dir/changes.jsonl")" ] || {
   echo "check-deb: FAIL: gst-launch-1.0 announced a different number of changes" >&2; exit 1; }
 
-echo "check-deb: OK: installed from the .deb files, the plugin and both examples work on a clean Debian 12"
+echo "check-deb: OK: installed from the .deb files, the plugin and the README's examples work on a clean Debian 12"
