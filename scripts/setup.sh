@@ -18,6 +18,8 @@ APT_PACKAGES=(
   python3-gi python3-gst-1.0 gir1.2-gstreamer-1.0 python3-numpy
   # tests/gst/check_rtsp_live.py's server (its client's rtspsrc, RTP and Opus are in -good, -base)
   gir1.2-gst-rtsp-server-1.0
+  # The Debian packages' build (scripts/package/build-deb.sh, in test.sh; docs/packaging.md)
+  debhelper python3-onnx chrpath
   # The jingle of the broadcast-like programmes (scripts/evaluation/programmes.py; CC BY-SA 4.0).
   yaru-theme-sound
   # Not used by the project: on most GStreamer users' machines, so the tests run beside it (they

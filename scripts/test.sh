@@ -4,7 +4,8 @@
 # made exactly as on a GPU machine (scripts/gpu/gpu-check.sh --build-only), again in an
 # AddressSanitizer + UBSan build without the CUDA engine (so that a build without it keeps building
 # and passing), the scheduler's threads under ThreadSanitizer, and each fuzz target briefly over its
-# corpus (scripts/fuzz.sh). Ends with one "N passed, N failed, N skipped" line.
+# corpus (scripts/fuzz.sh), and the Debian packages (scripts/package/build-deb.sh). Ends with one
+# "N passed, N failed, N skipped" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,9 +58,21 @@ TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
 # new inputs. Long runs: scripts/fuzz.sh --seconds N (docs/reliability.md).
 scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-10}" || status=1
 
+# The Debian packages (docs/packaging.md), without debug symbols, and what they hold: one case,
+# passed when both pass (no report: failed). Installing them on a clean Debian 12 is
+# scripts/package/check-deb.sh, run by hand.
+mkdir -p build-deb && rm -f build-deb/packages.xml
+if DEB_BUILD_OPTIONS=noautodbgsym scripts/package/build-deb.sh >build-deb/build.log 2>&1 &&
+   scripts/package/check-deb-contents.sh; then
+  echo '<testsuite><testcase name="debian-packages"/></testsuite>' >build-deb/packages.xml
+else
+  tail -n 30 build-deb/build.log; echo "test.sh: the Debian packages failed (build-deb/build.log)"; status=1
+fi
+
 # Every test case counts: the cases of a GoogleTest program (its XML report, GPU cases that skip
 # without a device included) one by one, any other test program as one.
-.venv/bin/python3 - build $gpu_check_reports build-asan build-fuzz build-tsan/shared_segmenter.xml <<'PY'
+.venv/bin/python3 - build $gpu_check_reports build-asan build-fuzz build-tsan/shared_segmenter.xml \
+  build-deb/packages.xml <<'PY'
 import json, pathlib, sys
 import xml.etree.ElementTree as ET
 counts = {"passed": 0, "failed": 0, "skipped": 0}
