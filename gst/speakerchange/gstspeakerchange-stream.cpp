@@ -332,7 +332,8 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
     }
     if (p.skip > 0) {
       if (!p.why.empty())
-        GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("Upstream's timestamps went back"),
+        GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+                            ("Audio stamped with times already analysed is dropped"),
                             ("%s", p.why.c_str()));
       samples = samples ? samples + p.skip : nullptr;
       n -= static_cast<size_t>(p.skip);

@@ -32,7 +32,8 @@ dev=$(one_deb libgstspeakerchange-result-1.0-dev)
 
 expect_file "$plugin" "usr/lib/$multiarch/gstreamer-1.0/libgstspeakerchange.so"
 for f in segmentation-3.0.onnx LICENSE-segmentation-3.0.txt voice-encoder-ge2e.onnx \
-         LICENSE-voice-encoder-ge2e.txt pipelines/speaker-changes.py; do
+         LICENSE-voice-encoder-ge2e.txt pipelines/speaker-changes.py pipelines/live-stream.py \
+         pipelines/speakerchange_app.py; do
   expect_file "$plugin" "usr/share/speakerchange/$f"
 done
 expect_file "$plugin" usr/bin/speakerseg
