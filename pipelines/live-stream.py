@@ -7,6 +7,9 @@ goes away) it connects again with backoff and analysis resumes where the audio d
   pipelines/live-stream.py URI [--rtsp-latency MS] [--retry-max S] [--once] [NAME=VALUE ...]
 
 NAME=VALUE arguments are properties of speakerchange (e.g. latency=1.5 voiceprints=people.json).
+Each change also says its "lag": seconds from its time to its announcement on the pipeline
+clock, which is what a viewer waits (`delay` counts stream time: how much newer audio decided
+it; inference, and a remote engine's outage, come on top).
 A lost feed is announced as the element announces one that stalls: the changes its audio still
 holds, then {"speaker": "", ..., "stalled": true}, once the clock has run the jitter buffer +
 `latency` + `stall-margin` past its last audio (a feed back before then only leaves a gap). The
@@ -161,7 +164,7 @@ def main():
     def on_message(_bus, msg):
         name = msg.get_structure().get_name() if msg.type == Gst.MessageType.ELEMENT else None
         if name == "speaker-change":
-            print(json.dumps(app.change(msg.get_structure(), reidentify)), flush=True)
+            print(json.dumps(app.change(msg.get_structure(), reidentify, pipeline)), flush=True)
         elif name == "speaker-change-revision":
             print(json.dumps(app.revision(msg.get_structure())), flush=True)
         elif name == "speaker-change-unanalysed":

@@ -9,7 +9,11 @@ object per change: {"time": s, "speaker": ..., "previous": ..., "confidence": ..
 voice found later that a change was somebody else) {"revises": s, "speaker": ..., "was": ...,
 "delay": s, "voice": ...}, "revises" being the time of the change it renames. --rttm also writes
 the current-speaker timeline, revisions applied, as RTTM. --live plays the file in
-real time (fakesink sync=true, latency mode), as a live source would deliver it. Any further
+real time (fakesink sync=true, latency mode), as a live source would deliver it, and adds each
+change's "lag": seconds from its time to its announcement on the pipeline clock (its `delay`, plus
+inference and, with engine=remote, an outage of the server). A change also carries "stalled" for
+a live feed that stopped, and "timeline" and "new-timeline" once a new time line began (see
+speakerchange_app.py). Any further
 NAME=VALUE arguments are set as properties of speakerchange (e.g. min-speech=0.5 threads=2).
 Progress goes to stderr, and so do the element's warnings and the stretches it could not analyse
 (engine=remote with the server away: speaker-change-unanalysed), one line each. Uses the plugin in
@@ -90,7 +94,7 @@ def main():
                     break
             print(json.dumps(revision), flush=True)
         elif name == "speaker-change":
-            change = app.change(msg.get_structure(), reidentify)
+            change = app.change(msg.get_structure(), reidentify, pipeline if a.live else None)
             print(json.dumps(change), flush=True)
             changes.append(change)
         elif name == "speaker-change-unanalysed":

@@ -5,7 +5,7 @@ per warning and unanalysed stretch on stderr. Importing it points GStreamer at t
 build tree, where there is one (before Gst.init()).
 
 Change: {"time": s, "speaker", "previous", "confidence", "active": [...], "delay": s}, with
-"voice" under identity by voice, "stalled": true for the change that says a live feed stopped,
+"voice" under identity by voice, "lag": s in a live pipeline, "stalled": true for the change that says a live feed stopped,
 and "timeline"/"new-timeline" once a new time line began (the element's `timeline` and
 `new-timeline` fields: times on one line never go back). Revision: {"revises": s, "speaker",
 "was", "delay": s, "voice"}."""
@@ -79,8 +79,9 @@ def set_all(element, props):
         set_checked(element, name, value)
 
 
-def change(s, reidentify):
-    """A speaker-change structure as printed."""
+def change(s, reidentify, live_pipeline=None):
+    """A speaker-change structure as printed; with the live pipeline it came from, also its "lag"
+    (see lag())."""
     active = s.get_value("active-speakers")
     out = {
         "time": round(s.get_value("timestamp") / Gst.SECOND, 3),
@@ -99,7 +100,20 @@ def change(s, reidentify):
         out["timeline"] = line
     if s.get_string("new-timeline"):
         out["new-timeline"] = s.get_string("new-timeline")
+    if live_pipeline is not None and lag(live_pipeline, s) is not None:
+        out["lag"] = lag(live_pipeline, s)
     return out
+
+
+def lag(pipeline, s):
+    """Seconds from a change's running time to now on the pipeline's clock: what a viewer of a
+    live pipeline waited for it. `delay` counts stream time (how much newer audio decided the
+    change); inference, and a remote engine's outage, come on top of it here."""
+    running = s.get_value("running-time")
+    clock = pipeline.get_clock()
+    if clock is None or running == Gst.CLOCK_TIME_NONE:
+        return None
+    return round((clock.get_time() - pipeline.get_base_time() - running) / Gst.SECOND, 3)
 
 
 def revision(s):

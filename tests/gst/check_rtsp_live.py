@@ -146,6 +146,8 @@ while time.monotonic() < deadline and sum(c.get("stalled", False) for c in chang
     if "revises" in c:
         continue
     c["at"] = at
+    if "lag" in c:
+        c["lag_client"] = c.pop("lag")
     changes.append(c)
 client.send_signal(signal.SIGINT)
 try:
@@ -180,10 +182,11 @@ for c in changes:
     elif mode != "frozen":
         c["position"] = duration - (end_ts - c["time"])
 print(f"{mode}: {server.url}, {duration:.2f} s recording, {len(changes) - len(stalls)} changes, {len(stalls)} stalls")
-print("   position      time   delay   line")
+print("   position      time   delay     lag   line")
 for c in changes:
     where = f"{c['position']:9.3f}" if "position" in c else f"{'-':>9}"
-    print(f"  {where} {c['time']:9.3f} {c['delay']:7.3f} {c.get('timeline', 0):6d}   "
+    print(f"  {where} {c['time']:9.3f} {c['delay']:7.3f} {c.get('lag_client', float('nan')):7.3f} "
+          f"{c.get('timeline', 0):6d}   "
           f"{c['previous'] or 'nobody'} -> {c['speaker'] or 'nobody'}"
           f"{' (stalled)' if c.get('stalled') else ''}"
           f"{'   new time line: ' + c['new-timeline'] if c.get('new-timeline') else ''}")
@@ -227,6 +230,11 @@ if mode == "lost":
         # Opus's frames.
         if c["lag"] < c["delay"] - 0.05:
             failures.append(f"announced {c['lag']:.3f} s after its speech, before its delay {c['delay']:.3f} s")
+        # The recipe's own lag, from the audio's running time in the client: the same less the
+        # network and the jitter buffer.
+        if not c["delay"] - 0.01 <= c.get("lag_client", c["lag"]) <= c["lag"] + 0.05:
+            failures.append(f"live-stream.py's lag {c.get('lag_client')} s is not between the delay "
+                            f"{c['delay']:.3f} s and the lag measured here, {c['lag']:.3f} s")
     live = [c for c in turns if c["at"] < fed_end]
     if len(live) < 3:
         failures.append(f"only {len(live)} changes announced while the recording was being fed")
