@@ -106,13 +106,18 @@ void report_outage(GstSpeakerChange* self) {
                          s->outage_wait));
   if (ended) GST_INFO_OBJECT(self, "the inference engine answers again");
   if (!outage.empty()) s->outage_reported = outage;
-  if (unanalysed == s->unanalysed_reported && !ended) return;
+  // A dropped window's audio counts until a later analysed window covers it, so the figure may
+  // shrink: it is posted when it grows (and when the engine is back), not at every wobble.
+  if (unanalysed <= s->unanalysed_reported && !ended) return;
   s->unanalysed_reported = unanalysed;
+  const char* reason = !s->outage_reported.empty() ? s->outage_reported.c_str()
+                       : s->segmenter->dropped_windows() > 0
+                           ? "inference fell behind the live stream (windows dropped)"
+                           : "";
   GstStructure* st = gst_structure_new(
       "speaker-change-unanalysed", "unanalysed-seconds", G_TYPE_DOUBLE, unanalysed,
       "unanalysed-windows", G_TYPE_UINT64, static_cast<guint64>(s->segmenter->unanalysed_windows()),
-      "engine-available", G_TYPE_BOOLEAN, outage.empty(), "reason", G_TYPE_STRING,
-      s->outage_reported.c_str(), nullptr);
+      "engine-available", G_TYPE_BOOLEAN, outage.empty(), "reason", G_TYPE_STRING, reason, nullptr);
   if (ended) s->outage_reported.clear();
   GST_DEBUG_OBJECT(self, "%" GST_PTR_FORMAT, st);
   gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));

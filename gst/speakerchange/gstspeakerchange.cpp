@@ -228,7 +228,11 @@
  *   analysed window covered, whatever the cause.
  * * #guint64 `unanalysed-windows`: windows dropped because the engine was unavailable.
  * * #gboolean `engine-available`: %FALSE while the engine is away, %TRUE once it is back.
- * * #gchararray `reason`: why the engine was unavailable.
+ * * #gchararray `reason`: why the engine was unavailable; without an outage, "inference fell
+ *   behind the live stream (windows dropped)" when that is the cause.
+ *
+ * A dropped window's audio counts as unanalysed until a later analysed window covers it, so the
+ * figure can shrink; the message is posted when it grows, and once when the engine is back.
  *
  * ## Example launch lines
  * |[
