@@ -137,6 +137,7 @@ class CudaEngine final : public SegmentationEngine {
                 kCublasWorkspace);
     // A workspace of our own: cuBLAS must not allocate while a graph is being captured.
     check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace), "cublasSetWorkspace");
+    // With tf32 SincNet's products still run in FP32 (StreamOps::gemm_fp32).
     check(cublasSetMathMode(cublas_,
                             options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "cublasSetMathMode");
@@ -419,6 +420,17 @@ class CudaEngine final : public SegmentationEngine {
       const cublasStatus_t s =
           cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
       if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
+    }
+    void gemm_fp32(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+                   int ldb, float beta, float* c, int ldc, const char* what) override {
+      // Without TF32 the handle's math is FP32 already: the same Sgemm as every other product.
+      if (!e_.options_.tf32) return gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, what);
+      const float one = 1.f;
+      const cublasStatus_t s = cublasGemmEx(
+          e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &beta,
+          c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
+      if (s != CUBLAS_STATUS_SUCCESS)
+        check(s, ("GemmEx, FP32 (" + std::string(what) + ")").c_str());
     }
     void gemm_strided_batched(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
                               int64_t stride_a, const float* b, int ldb, int64_t stride_b,

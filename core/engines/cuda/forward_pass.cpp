@@ -146,11 +146,11 @@ void run_forward_pass(const ForwardPass& pass, ForwardOps& ops) {
   for (int64_t r0 = 0; r0 < sinc_rows; r0 += pass.sinc_chunk) {
     const int n = static_cast<int>(std::min<int64_t>(pass.sinc_chunk, sinc_rows - r0));
     ops.sinc_im2col(at(L.wave), pass.samples, len.pool0 * kPool, r0, n, cols);
-    ops.gemm(true, false, kSincHalf, n, kSincSide + 1, param(P.sinc_even), kSincWeightLd, cols,
-             kSincLd, 0.f, conv, kSincFilters, "SincNet, cosine filters");
-    ops.gemm(true, false, kSincHalf, n, kSincSide, param(P.sinc_odd), kSincWeightLd,
-             cols + kSincDiffColumn, kSincLd, 0.f, conv + kSincHalf, kSincFilters,
-             "SincNet, sine filters");
+    ops.gemm_fp32(true, false, kSincHalf, n, kSincSide + 1, param(P.sinc_even), kSincWeightLd, cols,
+                  kSincLd, 0.f, conv, kSincFilters, "SincNet, cosine filters");
+    ops.gemm_fp32(true, false, kSincHalf, n, kSincSide, param(P.sinc_odd), kSincWeightLd,
+                  cols + kSincDiffColumn, kSincLd, 0.f, conv + kSincHalf, kSincFilters,
+                  "SincNet, sine filters");
     ops.abs_max_pool3(conv, n / kPool, kSincFilters, at(L.pool0) + r0 / kPool * kSincFilters);
   }
   ops.stage_done(2);

@@ -55,6 +55,13 @@ class ForwardOps {
   // c = op(a) op(b) + beta c; `what` names the product in error messages.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float beta, float* c, int ldc, const char* what) = 0;
+  // gemm() in plain FP32 whatever math the engine allows elsewhere: SincNet's products, whose
+  // inputs are the raw waveform. TF32 there costs accuracy (0.055 DER on train-concat, emulated);
+  // everywhere else it does not (docs/gpu.md, "Reduced precision, emulated").
+  virtual void gemm_fp32(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+                         const float* b, int ldb, float beta, float* c, int ldc, const char* what) {
+    gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, what);
+  }
   // The same for `count` matrix triples, each `stride_*` floats after the previous one.
   virtual void gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
                                     int lda, int64_t stride_a, const float* b, int ldb,
