@@ -23,9 +23,17 @@ void WindowBuffer::push(const float* samples, size_t n, const WindowFn& on_windo
   while (done < n) {
     const int64_t boundary = last_end_ + step_;
     const size_t take = static_cast<size_t>(std::min<int64_t>(boundary - total_, n - done));
-    for (size_t i = 0; i < take; ++i)
-      ring_[static_cast<size_t>((total_ + static_cast<int64_t>(i)) % window_)] =
-          samples ? samples[done + i] : 0.f;
+    // In at most two runs (the ring wraps once): a division per sample cost more than inference
+    // with a fast engine.
+    for (size_t i = 0; i < take;) {
+      const size_t at = static_cast<size_t>((total_ + static_cast<int64_t>(i)) % window_);
+      const size_t run = std::min(static_cast<size_t>(window_) - at, take - i);
+      if (samples)
+        std::copy_n(samples + done + i, run, ring_.begin() + static_cast<std::ptrdiff_t>(at));
+      else
+        std::fill_n(ring_.begin() + static_cast<std::ptrdiff_t>(at), run, 0.f);
+      i += run;
+    }
     total_ += static_cast<int64_t>(take);
     done += take;
     if (total_ == boundary) emit(on_window);
@@ -38,9 +46,17 @@ void WindowBuffer::flush_tail(const WindowFn& on_window) {
 
 void WindowBuffer::emit(const WindowFn& on_window) {
   const int64_t start = total_ - window_;
-  for (int64_t i = 0; i < window_; ++i) {
-    const int64_t pos = start + i;
-    scratch_[static_cast<size_t>(i)] = pos < 0 ? 0.f : ring_[static_cast<size_t>(pos % window_)];
+  // Zeros before the stream's first sample, then the ring from the oldest sample on, in at most
+  // two runs.
+  const size_t window = static_cast<size_t>(window_);
+  const size_t zeros = static_cast<size_t>(std::clamp<int64_t>(-start, 0, window_));
+  std::fill_n(scratch_.begin(), zeros, 0.f);
+  for (size_t i = zeros; i < window;) {
+    const size_t at = static_cast<size_t>((start + static_cast<int64_t>(i)) % window_);
+    const size_t run = std::min(window - at, window - i);
+    std::copy_n(ring_.begin() + static_cast<std::ptrdiff_t>(at), run,
+                scratch_.begin() + static_cast<std::ptrdiff_t>(i));
+    i += run;
   }
   last_end_ = total_;
   on_window(start, scratch_.data());

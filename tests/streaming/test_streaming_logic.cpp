@@ -50,6 +50,40 @@ TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
   EXPECT_EQ(wb.total(), 0);
 }
 
+// Pushes of every size (shorter than a step, across several boundaries, longer than a window,
+// silence) against the windows cut straight from the whole stream.
+TEST(WindowBuffer, AnyPushSizesGiveTheWindowsOfTheWholeStream) {
+  const int window = 37, step = 5, first_end = 3;
+  WindowBuffer wb(window, step, first_end);
+  std::vector<float> stream;
+  std::vector<std::pair<int64_t, std::vector<float>>> got;
+  auto collect = [&](int64_t start, const float* x) {
+    got.emplace_back(start, std::vector<float>(x, x + window));
+  };
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int push = 0; push < 200; ++push) {
+    const size_t n = next() % 90;  // up to more than two windows
+    const bool silence = next() % 7 == 0;
+    std::vector<float> x(n);
+    for (float& v : x) v = silence ? 0.f : static_cast<float>(stream.size() + (&v - x.data()) + 1);
+    wb.push(silence ? nullptr : x.data(), n, collect);
+    stream.insert(stream.end(), x.begin(), x.end());
+  }
+  ASSERT_EQ(wb.total(), static_cast<int64_t>(stream.size()));
+  ASSERT_EQ(got.size(), (stream.size() - first_end) / step + 1);
+  for (size_t w = 0; w < got.size(); ++w) {
+    const int64_t end = first_end + static_cast<int64_t>(w) * step;
+    ASSERT_EQ(got[w].first, end - window);
+    for (int i = 0; i < window; ++i) {
+      const int64_t pos = end - window + i;
+      ASSERT_EQ(got[w].second[static_cast<size_t>(i)],
+                pos < 0 ? 0.f : stream[static_cast<size_t>(pos)])
+          << "window " << w << " sample " << i;
+    }
+  }
+}
+
 TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {
   WindowBuffer wb(10, 4, 1);
   std::vector<int64_t> ends;
