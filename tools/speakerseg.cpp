@@ -685,12 +685,16 @@ int cmd_live(const Args& a) {
           std::max(late[f], std::chrono::duration<double>(Clock::now() - tick_time(k)).count());
       for (int i = f; i < n; i += feeders) {
         Channel& c = channels[static_cast<size_t>(i)];
-        for (int64_t j = 0; j < tick; ++j)
-          buf[j] = audio[static_cast<size_t>((c.offset + (k - 1) * tick + j) %
-                                             static_cast<int64_t>(audio.size()))];
-        c.windows->push(buf, static_cast<size_t>(tick), [&](int64_t start, const float* w) {
-          c.segmenter->submit(WindowJob::from_window(start, w));
-        });
+        // The recording looped, in runs: a division per sample here was the feeders' main cost.
+        const int64_t length = static_cast<int64_t>(audio.size());
+        for (int64_t j = 0; j < tick;) {
+          const int64_t at = (c.offset + (k - 1) * tick + j) % length;
+          const int64_t run = std::min(length - at, tick - j);
+          std::copy_n(audio.begin() + at, run, buf + j);
+          j += run;
+        }
+        c.windows->push(buf, static_cast<size_t>(tick),
+                        [&](WindowJob&& w) { c.segmenter->submit(std::move(w)); });
         for (const auto& change : c.segmenter->take_changes()) {
           if (change.announced_sample < warmup_samples) continue;
           const int64_t arrived = (change.announced_sample + tick - 1) / tick;

@@ -44,8 +44,8 @@ SpeakerChangeDetector::SpeakerChangeDetector(SegmentationEngine& engine,
       runner_(engine, settings, voice, std::move(enrolled)),
       batch_size_(std::max(1, batch_size)) {}
 
-void SpeakerChangeDetector::queue(int64_t start, const float* samples) {
-  queued_.push_back(WindowJob::from_window(start, samples));
+void SpeakerChangeDetector::queue(WindowJob&& window) {
+  queued_.push_back(std::move(window));
   if (static_cast<int>(queued_.size()) >= batch_size_) run_queued();
 }
 
@@ -55,11 +55,11 @@ void SpeakerChangeDetector::run_queued() {
 }
 
 void SpeakerChangeDetector::push(const float* samples, size_t n) {
-  windows_.push(samples, n, [this](int64_t start, const float* w) { queue(start, w); });
+  windows_.push(samples, n, [this](WindowJob&& w) { queue(std::move(w)); });
 }
 
 void SpeakerChangeDetector::finish() {
-  windows_.flush_tail([this](int64_t start, const float* w) { queue(start, w); });
+  windows_.flush_tail([this](WindowJob&& w) { queue(std::move(w)); });
   run_queued();
   runner_.finish(windows_.total());
 }

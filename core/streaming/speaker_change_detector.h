@@ -15,17 +15,6 @@
 
 namespace speakerseg {
 
-struct WindowJob {
-  int64_t start = 0;  // stream position of the first sample (negative: left zero padding)
-  int64_t end = 0;    // stream position just past the last sample
-  std::vector<float> samples;
-
-  // A full window as WindowBuffer hands it out: kWindowSamples samples from stream position start.
-  static WindowJob from_window(int64_t start, const float* samples) {
-    return {start, start + kWindowSamples, std::vector<float>(samples, samples + kWindowSamples)};
-  }
-};
-
 class SegmentationRunner {
  public:
   // With settings.identity.enabled, `voice` names the speakers (from `enrolled`, if given).
@@ -65,7 +54,7 @@ class SpeakerChangeDetector {
   void reset();
 
  private:
-  void queue(int64_t start, const float* samples);
+  void queue(WindowJob&& window);
   void run_queued();
 
   WindowBuffer windows_;

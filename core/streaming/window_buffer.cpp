@@ -11,7 +11,6 @@ WindowBuffer::WindowBuffer(int window_samples, int step_samples, int first_end)
       step_(step_samples),
       first_end_(first_end == 0 ? step_samples : first_end),
       ring_(window_samples, 0.f),
-      scratch_(window_samples, 0.f),
       last_end_(first_end_ - step_) {
   if (window_samples <= 0 || step_samples <= 0 || step_samples > window_samples)
     throw std::invalid_argument("WindowBuffer: need 0 < step <= window");
@@ -45,21 +44,24 @@ void WindowBuffer::flush_tail(const WindowFn& on_window) {
 }
 
 void WindowBuffer::emit(const WindowFn& on_window) {
-  const int64_t start = total_ - window_;
+  WindowJob w;
+  w.start = total_ - window_;
+  w.end = total_;
   // Zeros before the stream's first sample, then the ring from the oldest sample on, in at most
-  // two runs.
+  // two runs, straight into the window the caller keeps.
   const size_t window = static_cast<size_t>(window_);
-  const size_t zeros = static_cast<size_t>(std::clamp<int64_t>(-start, 0, window_));
-  std::fill_n(scratch_.begin(), zeros, 0.f);
+  const size_t zeros = static_cast<size_t>(std::clamp<int64_t>(-w.start, 0, window_));
+  w.samples.reserve(window);
+  w.samples.assign(zeros, 0.f);
   for (size_t i = zeros; i < window;) {
-    const size_t at = static_cast<size_t>((start + static_cast<int64_t>(i)) % window_);
+    const size_t at = static_cast<size_t>((w.start + static_cast<int64_t>(i)) % window_);
     const size_t run = std::min(window - at, window - i);
-    std::copy_n(ring_.begin() + static_cast<std::ptrdiff_t>(at), run,
-                scratch_.begin() + static_cast<std::ptrdiff_t>(i));
+    w.samples.insert(w.samples.end(), ring_.begin() + static_cast<std::ptrdiff_t>(at),
+                     ring_.begin() + static_cast<std::ptrdiff_t>(at + run));
     i += run;
   }
   last_end_ = total_;
-  on_window(start, scratch_.data());
+  on_window(std::move(w));
 }
 
 void WindowBuffer::reset() {

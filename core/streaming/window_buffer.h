@@ -13,13 +13,27 @@
 #include <functional>
 #include <vector>
 
+#include "model/model_spec.h"
+
 namespace speakerseg {
+
+// One window of a stream, handed from WindowBuffer to whoever runs the network on it.
+struct WindowJob {
+  int64_t start = 0;  // stream position of the first sample (negative: left zero padding)
+  int64_t end = 0;    // stream position just past the last sample
+  std::vector<float> samples;
+
+  // A copy of a full window of the model (kWindowSamples) from stream position `start`.
+  static WindowJob from_window(int64_t start, const float* samples) {
+    return {start, start + kWindowSamples, std::vector<float>(samples, samples + kWindowSamples)};
+  }
+};
 
 class WindowBuffer {
  public:
-  // Called with the position of the window's first sample (negative while the stream is shorter
-  // than a window) and its window_samples samples, valid during the call.
-  using WindowFn = std::function<void(int64_t start, const float* samples)>;
+  // Called with each window: window_samples samples from position `start` (negative while the
+  // stream is shorter than a window), the caller's to keep (a queue takes it without a copy).
+  using WindowFn = std::function<void(WindowJob&& window)>;
 
   WindowBuffer(int window_samples, int step_samples, int first_end = 0);
 
@@ -45,7 +59,6 @@ class WindowBuffer {
 
   int window_, step_, first_end_;
   std::vector<float> ring_;       // ring_[i % window] holds sample i of the last `window` samples
-  std::vector<float> scratch_;    // the window handed to on_window, in order
   int64_t total_ = 0, last_end_;  // last_end_ < 0 before the first window: first_end - step
 };
 

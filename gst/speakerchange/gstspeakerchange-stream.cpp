@@ -148,9 +148,7 @@ GstFlowReturn emit_ready(GstSpeakerChange* self, GstClockTime stall_delay = 0) {
 }
 
 speakerseg::WindowBuffer::WindowFn submitter(Stream* s) {
-  return [s](int64_t start, const float* samples) {
-    s->segmenter->submit(speakerseg::WindowJob::from_window(start, samples));
-  };
+  return [s](speakerseg::WindowJob&& window) { s->segmenter->submit(std::move(window)); };
 }
 
 // Posts a speaker-change-stats element message when stats-interval seconds of stream time have

@@ -59,8 +59,8 @@ std::vector<SpeakerChange> stream(SharedSegmenterChannel& channel, const std::ve
                                   const StreamSettings& s,
                                   const std::function<void()>& after_submit = {}) {
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  auto submit = [&](int64_t start, const float* w) {
-    channel.submit(WindowJob::from_window(start, w));
+  auto submit = [&](WindowJob&& w) {
+    channel.submit(std::move(w));
     if (after_submit) after_submit();
   };
   std::vector<SpeakerChange> got;
@@ -223,7 +223,7 @@ TEST(SharedSegmenter, ResetOfOneChannelLeavesTheOthersAlone) {
     const size_t half = audio.size() / 2;
     for (size_t i = 0; i < half; i += 320)
       wb.push(&audio[i], std::min<size_t>(320, half - i),
-              [&](int64_t start, const float* w) { c.submit(WindowJob::from_window(start, w)); });
+              [&](WindowJob&& w) { c.submit(std::move(w)); });
     c.reset();
     EXPECT_TRUE(c.take_changes().empty());
     got[1] = stream(c, audio, s);
@@ -262,9 +262,7 @@ TEST(SharedSegmenter, EngineErrorReachesTheChannelsOfTheFailedBatchOnly) {
       c(scheduler, s, options);
   std::vector<WindowJob> windows;
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
-    windows.push_back(WindowJob::from_window(start, w));
-  });
+  wb.push(audio.data(), 3 * kSampleRate, [&](WindowJob&& w) { windows.push_back(std::move(w)); });
   ASSERT_GE(windows.size(), 2u);
   // Nothing hurries the worker and the deadline is far: the 4th window fills the first batch,
   // which fails, with exactly a's and b's windows in it.
@@ -373,9 +371,7 @@ TEST(SharedSegmenter, LateChannelDropsItsOwnOldestWindows) {
   SharedSegmenterChannel other(scheduler, s, SharedChannelOptions{8, false, kForever});
   std::vector<WindowJob> windows;
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  wb.push(audio.data(), 3 * kSampleRate, [&](int64_t start, const float* w) {
-    windows.push_back(WindowJob::from_window(start, w));
-  });
+  wb.push(audio.data(), 3 * kSampleRate, [&](WindowJob&& w) { windows.push_back(std::move(w)); });
   ASSERT_EQ(windows.size(), 3u);
   // The deadline is far and the batch not full, so the worker holds the windows: `late` keeps
   // only its newest, `other` keeps all of its own.
@@ -406,9 +402,7 @@ TEST(SharedSegmenter, ChannelsComingAndGoingAtRandomDisturbNobody) {
   auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4);
   std::vector<WindowJob> windows;
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  wb.push(audio.data(), audio.size(), [&](int64_t start, const float* w) {
-    windows.push_back(WindowJob::from_window(start, w));
-  });
+  wb.push(audio.data(), audio.size(), [&](WindowJob&& w) { windows.push_back(std::move(w)); });
   ASSERT_GE(windows.size(), 4u);
 
   std::atomic<bool> steady_done{false};
@@ -485,8 +479,8 @@ TEST(SharedSegmenter, PerStreamWorkerGivesWhatTheStreamGivesAlone) {
   auto late = make_async_segmenter(cpu_engine(), s, AsyncSegmenterOptions{2, 2, true});
   WindowBuffer wb(kWindowSamples, step_samples(s));
   size_t submitted = 0;
-  wb.push(audio.data(), audio.size(), [&](int64_t start, const float* w) {
-    late->submit(WindowJob::from_window(start, w));
+  wb.push(audio.data(), audio.size(), [&](WindowJob&& w) {
+    late->submit(std::move(w));
     if (++submitted == 5) late->reset();
   });
   EXPECT_LE(late->queue_depth(), 2u);
@@ -536,16 +530,12 @@ TEST(SharedSegmenter, VoicesOfOneBatchAreEmbeddedInOneCall) {
   }
   std::vector<std::vector<SpeakerChange>> got(2);
   auto feed = [&](int i, const float* samples, size_t n) {
-    buffers[i].push(samples, n, [&](int64_t start, const float* w) {
-      channels[i]->submit(WindowJob::from_window(start, w));
-    });
+    buffers[i].push(samples, n, [&](WindowJob&& w) { channels[i]->submit(std::move(w)); });
   };
   for (size_t at = 0; at < audio.size(); at += 320)
     for (int i = 0; i < 2; ++i) feed(i, &audio[at], std::min<size_t>(320, audio.size() - at));
   for (int i = 0; i < 2; ++i)
-    buffers[i].flush_tail([&](int64_t start, const float* w) {
-      channels[i]->submit(WindowJob::from_window(start, w));
-    });
+    buffers[i].flush_tail([&](WindowJob&& w) { channels[i]->submit(std::move(w)); });
   for (int i = 0; i < 2; ++i) channels[i]->drain();
   // Counted before finish(), which embeds on this thread, one channel at a time.
   const uint64_t calls = scheduler->voice_calls(), utterances = scheduler->voice_utterances();

@@ -98,9 +98,7 @@ TEST(SpeakerChanges, WorkerThreadGivesTheSameChangesAsTheCallingThread) {
   auto async = make_async_segmenter(
       make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), s, {1, 8, false});
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  auto submit = [&](int64_t start, const float* w) {
-    async->submit(WindowJob::from_window(start, w));
-  };
+  auto submit = [&](WindowJob&& w) { async->submit(std::move(w)); };
   std::vector<SpeakerChange> got;
   for (size_t i = 0; i < fx.audio.size(); i += 320) {
     wb.push(&fx.audio[i], std::min<size_t>(320, fx.audio.size() - i), submit);
@@ -148,9 +146,7 @@ TEST(SpeakerChanges, StalledStreamEndsWithItsLastChangesAndNobody) {
   auto async = make_async_segmenter(
       make_cpu_engine(SegmentationModel::load_onnx(test::model_path()), {1}), s, {1, 8, false});
   WindowBuffer wb(kWindowSamples, step_samples(s));
-  auto submit = [&](int64_t start, const float* w) {
-    async->submit(WindowJob::from_window(start, w));
-  };
+  auto submit = [&](WindowJob&& w) { async->submit(std::move(w)); };
   wb.push(fx.audio.data(), fx.audio.size(), submit);
   wb.flush_tail(submit);
   async->finish(wb.total(), StretchEnd::kStalled);

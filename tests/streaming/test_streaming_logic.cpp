@@ -24,8 +24,9 @@ namespace {
 TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
   WindowBuffer wb(10, 4);
   std::vector<std::pair<int64_t, std::vector<float>>> got;
-  auto collect = [&](int64_t start, const float* s) {
-    got.emplace_back(start, std::vector<float>(s, s + 10));
+  auto collect = [&](WindowJob&& w) {
+    EXPECT_EQ(w.end, w.start + 10);
+    got.emplace_back(w.start, std::move(w.samples));
   };
   std::vector<float> x(13);
   std::iota(x.begin(), x.end(), 1.f);  // samples 1..13 at positions 0..12
@@ -57,8 +58,9 @@ TEST(WindowBuffer, AnyPushSizesGiveTheWindowsOfTheWholeStream) {
   WindowBuffer wb(window, step, first_end);
   std::vector<float> stream;
   std::vector<std::pair<int64_t, std::vector<float>>> got;
-  auto collect = [&](int64_t start, const float* x) {
-    got.emplace_back(start, std::vector<float>(x, x + window));
+  auto collect = [&](WindowJob&& w) {
+    ASSERT_EQ(w.samples.size(), static_cast<size_t>(window));
+    got.emplace_back(w.start, std::move(w.samples));
   };
   uint32_t seed = 12345;
   auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
@@ -87,7 +89,7 @@ TEST(WindowBuffer, AnyPushSizesGiveTheWindowsOfTheWholeStream) {
 TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {
   WindowBuffer wb(10, 4, 1);
   std::vector<int64_t> ends;
-  auto collect = [&](int64_t start, const float*) { ends.push_back(start + 10); };
+  auto collect = [&](WindowJob&& w) { ends.push_back(w.end); };
   EXPECT_FALSE(wb.has_tail());
   wb.push(nullptr, 10, collect);
   EXPECT_EQ(ends, (std::vector<int64_t>{1, 5, 9}));
