@@ -26,7 +26,9 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
   revision delay     p50 / p90 of the seconds from a revised change to its revision
 
 Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)); with
---per-recording each recording gets its own row too, from its own components. Besides the 30 s
+--per-recording each recording gets its own row too, from its own components. `meetings` pools
+all 13 annotated meetings (train, development and sample), the base of the leave-one-recording-out
+figures in docs/accuracy.md: a check, neither to tune nor to report on. Besides the 30 s
 recordings, the *-concat sets join them into recordings where the same people come back after
 other meetings or silence (AMI speaker names are global, so the joined annotation says who
 returns): train-concat and train-concat-more to tune on, development-concat to report. The
@@ -35,8 +37,8 @@ programmes-* sets are the broadcast-like programmes of scripts/evaluation/progra
 `reidentify` on, each programme's anchors or hosts are enrolled from their enrolment clips
 (`speakerseg enroll`) and the run gets the voiceprints.
 
-  .venv/bin/python3 scripts/evaluation/evaluate.py [--sets train development sample train-concat
-                                         train-concat-more development-concat newcomer
+  .venv/bin/python3 scripts/evaluation/evaluate.py [--sets train development sample meetings
+                                         train-concat train-concat-more development-concat newcomer
                                          programmes-train programmes-development]
                                         [--latency 1 2 5 offline]
                                         [--reidentify off on] [--voice-threshold X]
@@ -64,6 +66,8 @@ import programmes
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "pyannote-debug"
 SETS = {"train": "train", "development": "development", "sample": "sample"}
+# Sets made of other sets, pooled (the docstring says what `meetings` is for).
+POOLED = {"meetings": ("train", "development", "sample")}
 PROGRAMMES = {"programmes-train": "train", "programmes-development": "development"}
 RATE = 16000
 # Recordings joined end to end ("silence:S" is S seconds of digital silence). Within each, people
@@ -140,6 +144,10 @@ def recordings(args, set_name, folder):
     each person to enrol."""
     if set_name in PROGRAMMES:
         yield from programme_recordings(pathlib.Path(args.programmes) / PROGRAMMES[set_name])
+        return
+    if set_name in POOLED:
+        for part in POOLED[set_name]:
+            yield from recordings(args, part, folder)
         return
     if set_name in CONCATS:
         refs = all_references()
@@ -356,7 +364,7 @@ def per_recording(metrics, extras):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", nargs="+", default=["train", "development", "sample"],
-                    choices=list(SETS) + list(CONCATS) + list(PROGRAMMES))
+                    choices=list(SETS) + list(POOLED) + list(CONCATS) + list(PROGRAMMES))
     ap.add_argument("--latency", nargs="+", default=["1", "2", "5", "offline"])
     ap.add_argument("--reidentify", nargs="+", default=["off"], choices=["off", "on"],
                     help="identity by voice off and/or on (each a row)")
