@@ -54,6 +54,18 @@ struct Args {
   }
 };
 
+// --input, else the recording of the machine this was built on (../shared's sample.wav), which an
+// installed tool usually lacks: then say to pass --input.
+std::vector<float> input_or_sample(const Args& a) {
+  if (a.flag("input")) return read_mono_16k(a.get("input"));
+  struct stat st {};
+  if (stat(SPEAKERSEG_SAMPLE_WAV, &st) != 0)
+    throw std::invalid_argument(
+        std::string("no --input FILE.wav given, and the default recording (") +
+        SPEAKERSEG_SAMPLE_WAV + ", where this tool was built) is not here");
+  return read_mono_16k(SPEAKERSEG_SAMPLE_WAV);
+}
+
 std::shared_ptr<const SegmentationModel> load_model(const Args& a) {
   return SegmentationModel::load_onnx(
       a.get("model", default_model_path()),
@@ -286,7 +298,7 @@ int cmd_bench_voice(const Args& a) {
   const double seconds = a.number("seconds", 3.0);
   EngineFactory engines = engine_factory(a);
   auto encoder = make_voice_encoder(engines, a);
-  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const std::vector<float> audio = input_or_sample(a);
   const MelSpectrogram mel;
   const std::vector<float> spectrum = mel.compute(audio.data(), static_cast<int64_t>(audio.size()));
   const auto starts =
@@ -546,7 +558,7 @@ int cmd_bench(const Args& a) {
   auto engine = make_engine(engines, a, batch);
   // The same windows the ONNX Runtime side of scripts/benchmarks/bench_vs_onnxruntime.py takes:
   // 10 s windows at 1 s steps through the file, repeated to fill the batch.
-  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const std::vector<float> audio = input_or_sample(a);
   const auto starts =
       window_starts(static_cast<int64_t>(audio.size()), kWindowSamples, kSampleRate);
   std::vector<float> windows(static_cast<size_t>(batch) * kWindowSamples);
@@ -621,7 +633,7 @@ int cmd_live(const Args& a) {
   const bool own = a.flag("own");
   const int batch = positive(a, "batch", own ? 1 : 32);
   const int feeders = std::min(n, positive(a, "feeders", 1));
-  const std::vector<float> audio = read_mono_16k(a.get("input", SPEAKERSEG_SAMPLE_WAV));
+  const std::vector<float> audio = input_or_sample(a);
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
   EngineFactory engines = engine_factory(a);

@@ -8,6 +8,15 @@
 namespace gstspeakerchange {
 namespace {
 
+// Where a model is looked for by default, for a property's blurb: a packaged build's build-tree
+// path is the installed one, said once.
+std::string default_locations(const char* variable, const std::string& build,
+                              const std::string& installed) {
+  const std::string env = std::string("$") + variable;
+  if (build == installed) return env + ", else " + installed;
+  return env + ", else " + build + " where it exists, else " + installed;
+}
+
 enum {
   PROP_0,
   PROP_MODEL,
@@ -72,9 +81,10 @@ void install_properties(GObjectClass* gobject_class) {
    * <datadir>/speakerchange/segmentation-3.0.onnx.
    */
   static const std::string model_blurb =
-      std::string("Path of the segmentation-3.0 ONNX model (default: $") +
-      speakerseg::kModelEnvironmentVariable + ", else " + speakerseg::build_model_path() +
-      " where it exists, else " + speakerseg::installed_model_path() + ")";
+      "Path of the segmentation-3.0 ONNX model (default: " +
+      default_locations(speakerseg::kModelEnvironmentVariable, speakerseg::build_model_path(),
+                        speakerseg::installed_model_path()) +
+      ")";
   g_object_class_install_property(
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model", model_blurb.c_str(),
@@ -400,10 +410,11 @@ void install_properties(GObjectClass* gobject_class) {
    * when set, else the build tree's copy where it exists, else the installed one.
    */
   static const std::string voice_blurb =
-      std::string("Path of the GE2E voice encoder ONNX file (default: $") +
-      speakerseg::kVoiceModelEnvironmentVariable + ", else " +
-      speakerseg::build_voice_model_path() + " where it exists, else " +
-      speakerseg::installed_voice_model_path() + ")";
+      "Path of the GE2E voice encoder ONNX file (default: " +
+      default_locations(speakerseg::kVoiceModelEnvironmentVariable,
+                        speakerseg::build_voice_model_path(),
+                        speakerseg::installed_voice_model_path()) +
+      ")";
   g_object_class_install_property(
       gobject_class, PROP_VOICE_MODEL,
       g_param_spec_string("voice-model", "Voice model", voice_blurb.c_str(),
