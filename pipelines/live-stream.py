@@ -24,6 +24,7 @@ streams of a camera are set up."""
 import argparse
 import json
 import sys
+import time
 
 import speakerchange_app as app  # before GStreamer: it points GStreamer at the build's plugin
 from gi.repository import GLib, Gst
@@ -91,7 +92,7 @@ class Feed:
             return Gst.PadProbeReturn.REMOVE  # once per connection is enough
         event = info.get_event()
         if event.type == Gst.EventType.EOS:
-            GLib.idle_add(self.on_lost, owner, "the stream ended (the server closed it)")
+            GLib.idle_add(self.on_lost, owner, "the stream ended (the server closed it)", True)
             return Gst.PadProbeReturn.DROP
         return Gst.PadProbeReturn.OK
 
@@ -127,7 +128,8 @@ def main():
         sys.exit(f"speakerchange: {e}")
     reidentify = sc.get_property("reidentify")
     loop = GLib.MainLoop()
-    state = {"retry": FIRST_RETRY, "attempt": 0, "flowing": False, "pending": None, "status": 0}
+    state = {"retry": FIRST_RETRY, "attempt": 0, "flowing": False, "pending": None, "status": 0,
+             "lost_at": None}
 
     def connect():
         state["pending"] = None
@@ -137,15 +139,17 @@ def main():
         feed.connect()
         return False
 
-    def lost(owner, why):
+    def lost(owner, why, ended=False):
         if owner is not feed.bin:  # an older connection's late news
             return False
         feed.disconnect()
         if a.once:
             app.note(f"live-stream: {why}")
-            state["status"] = 1 if "ended" not in why else 0
+            state["status"] = 0 if ended else 1
             loop.quit()
             return False
+        if state["lost_at"] is None:
+            state["lost_at"] = time.monotonic()
         wait = state["retry"]
         app.note(f"live-stream: feed lost: {why}; connecting again in {wait:g} s")
         state["retry"] = min(wait * 2, a.retry_max)
@@ -156,7 +160,14 @@ def main():
         if owner is feed.bin and not state["flowing"]:
             state["flowing"] = True
             state["retry"] = FIRST_RETRY
-            app.note(f"live-stream: audio flows from {a.uri}")
+            if state["lost_at"] is None:
+                app.note(f"live-stream: audio flows from {a.uri}")
+            else:
+                # What was not analysed: the time without a feed (the stall's announcement came
+                # latency + stall-margin after its last audio, within it).
+                app.note(f"live-stream: audio flows again from {a.uri}, after "
+                         f"{time.monotonic() - state['lost_at']:.1f} s without a feed")
+                state["lost_at"] = None
         return False
 
     feed = Feed(pipeline, pipeline.get_by_name("conv").get_static_pad("sink"), a.uri, a.rtsp_latency, lost, audio)

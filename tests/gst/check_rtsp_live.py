@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -277,6 +278,10 @@ elif mode == "killed":
     for want in ("feed lost", "audio flows"):
         if sum(want in n for n in notes) < (1 if want == "feed lost" else 2):
             failures.append(f"live-stream.py did not say '{want}' on stderr")
+    # How long the feed was away, said when it is back: at least the server's downtime.
+    back = [float(m.group(1)) for n in notes for m in [re.search(r"after ([0-9.]+) s without a feed", n)] if m]
+    if len(back) != 1 or back[0] < DOWN:
+        failures.append(f"live-stream.py said the feed was away for {back} s, want one figure >= {DOWN} s")
     if any(c.get("timeline") for c in changes):
         failures.append("the restarted feed began a new time line; its time went on")
 else:  # frozen
