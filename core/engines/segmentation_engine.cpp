@@ -1,5 +1,6 @@
 #include "engines/segmentation_engine.h"
 
+#include <algorithm>
 #include <string>
 
 namespace speakerseg {
@@ -16,6 +17,18 @@ StageLengths check_forward_shape(int batch, int samples) {
                       std::to_string(shortest * 1000 / kSampleRate) + " ms)");
   }
   return len;
+}
+
+void SegmentationEngine::forward_windows(const float* const* windows, int batch, int samples,
+                                         float* logprobs) {
+  check_forward_shape(batch, samples);
+  const size_t n = static_cast<size_t>(samples);
+  // Grown, never shrunk: resize() would zero what a smaller batch gave back at every larger one.
+  if (gathered_.size() < static_cast<size_t>(batch) * n)
+    gathered_.resize(static_cast<size_t>(batch) * n);
+  for (int i = 0; i < batch; ++i)
+    std::copy_n(windows[i], n, gathered_.begin() + static_cast<std::ptrdiff_t>(i * n));
+  forward(gathered_.data(), batch, samples, logprobs);
 }
 
 }  // namespace speakerseg

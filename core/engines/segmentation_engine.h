@@ -38,8 +38,18 @@ class SegmentationEngine {
   // Writes log-probabilities [batch][frames_for_samples(samples)][kClasses] to `logprobs`.
   virtual void forward(const float* audio, int batch, int samples, float* logprobs) = 0;
 
+  // The same with window i at windows[i], where its stream keeps it: a scheduler that batches
+  // many streams' windows hands them over without first copying them into one block (640 KB a
+  // window). This default does copy them into one and calls forward(); the CPU and CUDA engines
+  // read them where they are into the buffers they fill anyway.
+  virtual void forward_windows(const float* const* windows, int batch, int samples,
+                               float* logprobs);
+
   // Seconds spent per stage since construction, for benchmarks ("sinc+pool", "lstm", ...).
   virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }
+
+ private:
+  std::vector<float> gathered_;  // forward_windows()'s one block, for engines that need one
 };
 
 // The checks every engine's forward() makes before it touches memory: a batch of at least one

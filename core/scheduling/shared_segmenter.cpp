@@ -117,11 +117,12 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   bool unavailable = false;
   const int frames = frames_for_samples(static_cast<int64_t>(samples));
   try {
-    audio_.resize(static_cast<size_t>(n) * samples);
-    logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
-    for (int i = 0; i < n; ++i)
-      std::copy(batch[i].job.samples.begin(), batch[i].job.samples.end(),
-                audio_.begin() + static_cast<size_t>(i) * samples);
+    // The engine reads each window where its job keeps it (no 640 KB copy per window here).
+    windows_.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) windows_[static_cast<size_t>(i)] = batch[i].job.samples.data();
+    // Grown, never shrunk (resize() zeroes what it adds back).
+    if (logprobs_.size() < static_cast<size_t>(n) * frames * kClasses)
+      logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
   } catch (const std::exception& e) {
     failure = e.what();  // out of memory: this batch's channels fail, the worker goes on
   }
@@ -199,7 +200,7 @@ std::string SharedScheduler::forward(
   auto backoff = kFirstRetry;
   for (;;) {
     try {
-      engine_->forward(audio_.data(), n, static_cast<int>(samples), logprobs_.data());
+      engine_->forward_windows(windows_.data(), n, static_cast<int>(samples), logprobs_.data());
       std::lock_guard<std::mutex> lock(mutex_);
       outage_.clear();
       return "";

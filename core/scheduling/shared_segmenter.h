@@ -140,7 +140,7 @@ class SharedScheduler {
 
   void loop();
   void run_batch(std::unique_lock<std::mutex>& lock);
-  // Runs the engine on the batch in audio_, retrying while it is unavailable and the batch may
+  // Runs the engine on the batch in windows_, retrying while it is unavailable and the batch may
   // wait (its oldest window younger than outage_wait_, some member not reset meanwhile). Returns
   // "" or why it failed; `unavailable` says whether that was an outage. Called without the lock.
   std::string forward(int n, size_t samples, Clock::time_point oldest,
@@ -170,7 +170,8 @@ class SharedScheduler {
   uint64_t voice_calls_ = 0, voice_utterances_ = 0;
   int max_voice_batch_ = 0;
   bool stop_ = false;
-  std::vector<float> audio_, logprobs_;  // the worker's
+  std::vector<const float*> windows_;  // the worker's: each batched window where its job keeps it
+  std::vector<float> logprobs_;        // the worker's
   std::thread worker_;
 };
 

@@ -23,14 +23,15 @@ void SegmentationRunner::run(const std::vector<WindowJob>& jobs) {
   if (jobs.empty()) return;
   const int samples = static_cast<int>(jobs[0].samples.size());
   const int frames = frames_for_samples(samples);
-  audio_.resize(jobs.size() * samples);
+  windows_.resize(jobs.size());
   logprobs_.resize(jobs.size() * frames * kClasses);
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (static_cast<int>(jobs[i].samples.size()) != samples)
       throw std::invalid_argument("SegmentationRunner::run: windows of different lengths");
-    std::copy(jobs[i].samples.begin(), jobs[i].samples.end(), audio_.begin() + i * samples);
+    windows_[i] = jobs[i].samples.data();
   }
-  engine_.forward(audio_.data(), static_cast<int>(jobs.size()), samples, logprobs_.data());
+  engine_.forward_windows(windows_.data(), static_cast<int>(jobs.size()), samples,
+                          logprobs_.data());
   for (size_t i = 0; i < jobs.size(); ++i)
     timeline_.add_window(jobs[i].start, jobs[i].end, &logprobs_[i * frames * kClasses], frames,
                          jobs[i].samples.data(), voice_);

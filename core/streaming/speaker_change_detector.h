@@ -35,7 +35,8 @@ class SegmentationRunner {
   SegmentationEngine& engine_;
   VoiceEncoder* voice_;
   SpeakerTimeline timeline_;
-  std::vector<float> audio_, logprobs_;
+  std::vector<const float*> windows_;
+  std::vector<float> logprobs_;
 };
 
 class SpeakerChangeDetector {

@@ -114,11 +114,21 @@ class CpuEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    check_forward_shape(batch, samples);
+    window_ptrs_.resize(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b)
+      window_ptrs_[static_cast<size_t>(b)] = audio + static_cast<size_t>(b) * samples;
+    forward_windows(window_ptrs_.data(), batch, samples, logprobs);
+  }
+
+  // The first stage reads each window where it is: the normalised copy is the one it makes.
+  void forward_windows(const float* const* windows, int batch, int samples,
+                       float* logprobs) override {
     const StageLengths len = check_forward_shape(batch, samples);
     reserve(batch, samples, len);
 
     cpu::ScopedOmpThreads threads(threads_);
-    run(audio, batch, samples, len, logprobs);
+    run(windows, batch, samples, len, logprobs);
   }
 
  private:
@@ -157,14 +167,15 @@ class CpuEngine final : public SegmentationEngine {
     seconds_[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void run(const float* audio, int B, int samples, const StageLengths& len, float* logprobs) {
+  void run(const float* const* windows, int B, int samples, const StageLengths& len,
+           float* logprobs) {
     const SegmentationModel& m = *model_;
     const int T = len.frames;
 
     timed(kWaveNorm, [&] {
       parallel_for(B, threads_, [&](int b, int) {
-        cpu::normalize_wave(audio + static_cast<size_t>(b) * samples, samples, m.wav_norm_scale,
-                            m.wav_norm_bias, m.norm_eps, &wave_[static_cast<size_t>(b) * samples]);
+        cpu::normalize_wave(windows[b], samples, m.wav_norm_scale, m.wav_norm_bias, m.norm_eps,
+                            &wave_[static_cast<size_t>(b) * samples]);
       });
     });
 
@@ -331,6 +342,7 @@ class CpuEngine final : public SegmentationEngine {
 
   int batch_ = 0, samples_ = 0;
   std::vector<float> wave_, pool0_, pool1_, features_, gates_, cell_, head_;
+  std::vector<const float*> window_ptrs_;  // forward()'s block as windows
   std::vector<cpu::LstmRecurrenceJob> jobs_;
   std::array<std::vector<float>, 2> lstm_out_;
   std::vector<float> thread_scratch_;

@@ -113,15 +113,30 @@ class CudaEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    check_batch(batch, samples);
+    window_ptrs_.resize(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b)
+      window_ptrs_[static_cast<size_t>(b)] = audio + static_cast<size_t>(b) * samples;
+    cuda::guarded_call(options_.device, &broken_,
+                       [&] { run(window_ptrs_.data(), batch, samples, logprobs); });
+  }
+
+  // Each window goes from where its stream keeps it into the pinned upload buffer: one copy.
+  void forward_windows(const float* const* windows, int batch, int samples,
+                       float* logprobs) override {
+    check_batch(batch, samples);
+    cuda::guarded_call(options_.device, &broken_, [&] { run(windows, batch, samples, logprobs); });
+  }
+
+ private:
+  void check_batch(int batch, int samples) const {
     check_forward_shape(batch, samples);
     cuda::check_cudnn_window(samples);
     if (batch > options_.max_batch)
       throw EngineError("batch " + std::to_string(batch) + " is larger than the CUDA engine was " +
                         "planned for (max_batch " + std::to_string(options_.max_batch) + ")");
-    cuda::guarded_call(options_.device, &broken_, [&] { run(audio, batch, samples, logprobs); });
   }
 
- private:
   // ------------------------------------------------------------------------------------------
   // Setup
 
@@ -343,8 +358,8 @@ class CudaEngine final : public SegmentationEngine {
   // The forward pass
 
   // Runs `batch` windows as the plan of their batch class: the windows past `batch` are zeros,
-  // and only the first `batch` windows' answers come back. `audio` null: all zeros.
-  void run(const float* audio, int batch, int samples, float* logprobs) {
+  // and only the first `batch` windows' answers come back. `windows` null: all zeros.
+  void run(const float* const* windows, int batch, int samples, float* logprobs) {
     const int padded = cuda::batch_class_for(classes_, batch);
     Plan& p = plan_for(padded, samples);
     // Normally a no-op; after an arena growth that failed for lack of memory (which leaves no
@@ -355,12 +370,16 @@ class CudaEngine final : public SegmentationEngine {
     const size_t out_bytes = batch * window_out * sizeof(float);
     staging_in_.reserve(static_cast<size_t>(padded) * samples * sizeof(float), "the audio upload");
     staging_out_.reserve(padded * window_out * sizeof(float), "the log-probability download");
-    const size_t given = audio ? in_bytes : 0;
-    stage_windows_ = audio ? batch : 0;
-    if (audio) std::memcpy(staging_in_.data(), audio, in_bytes);
+    const size_t given = windows ? in_bytes : 0;
+    stage_windows_ = windows ? batch : 0;
+    if (windows)
+      for (int b = 0; b < batch; ++b)
+        std::memcpy(static_cast<char*>(staging_in_.data()) +
+                        static_cast<size_t>(b) * samples * sizeof(float),
+                    windows[b], static_cast<size_t>(samples) * sizeof(float));
 
     check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
-    if (audio)
+    if (windows)
       check(cudaMemcpyAsync(at(p.layout.wave), staging_in_.data(), in_bytes, cudaMemcpyHostToDevice,
                             stream_),
             "uploading the audio");
@@ -524,6 +543,7 @@ class CudaEngine final : public SegmentationEngine {
   // Sized for the largest batch class of full windows when the engine is made; grown only by
   // longer windows.
   cuda::PinnedBuffer staging_in_, staging_out_;
+  std::vector<const float*> window_ptrs_;  // forward()'s block as windows
   std::vector<int> classes_;  // the batch sizes that have plans; every batch runs as one
   size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
   double startup_seconds_ = 0;

@@ -118,6 +118,17 @@ TEST_P(CudaParity, MatchesOnnxRuntimeOnEveryPass) {
   std::vector<std::vector<float>> runs(3, std::vector<float>(r.logprobs.data.size(), NAN));
   for (auto& out : runs) engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
   EXPECT_TRUE(warnings.empty()) << joined(warnings);
+  // The windows where separate owners keep them (the shared scheduler's way) upload the same.
+  std::vector<std::vector<float>> kept(static_cast<size_t>(r.batch));
+  std::vector<const float*> windows(static_cast<size_t>(r.batch));
+  for (int b = 0; b < r.batch; ++b) {
+    kept[b].assign(r.input.data.begin() + static_cast<std::ptrdiff_t>(b) * r.samples,
+                   r.input.data.begin() + static_cast<std::ptrdiff_t>(b + 1) * r.samples);
+    windows[b] = kept[b].data();
+  }
+  std::vector<float> apart(r.logprobs.data.size(), NAN);
+  engine->forward_windows(windows.data(), r.batch, r.samples, apart.data());
+  EXPECT_EQ(apart, runs[1]) << "forward_windows differs from forward";
   const std::string name =
       std::string(c.name) + " " + lstm_algorithm_name(algorithm) + (graphs ? " graphs" : " eager");
   report_replay(name + ", pass 2", runs[0], runs[1]);
