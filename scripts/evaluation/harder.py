@@ -62,7 +62,8 @@ def results(args, name):
         programmes.build(folder, args.seed, args.per_format, VARIANTS[name])
     cmd = [sys.executable, str(HERE / "evaluate.py"), "--programmes", str(folder), "--sets",
            "programmes-train", "programmes-development", "--latency", args.latency,
-           "--reidentify", "on", "--threads", str(args.threads), "--json"]
+           "--reidentify", "on", "--threads", str(args.threads), "--speakerseg", args.speakerseg,
+           "--json"]
     print("# " + " ".join(cmd), file=sys.stderr, flush=True)
     rows = [json.loads(line) for line in
             subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()]
@@ -88,6 +89,7 @@ def main():
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--latency", default="2")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--speakerseg", default=str(programmes.ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--again", action="store_true", help="score again what was scored")
     args = ap.parse_args()
     print("| variant | split | programmes | audio | speech (anchors') | " +
