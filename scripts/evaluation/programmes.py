@@ -43,8 +43,32 @@ and programmes.json (the list, written last). The same seed gives
 byte-identical files on one machine (Opus and the jingle's decoding come from the system's
 GStreamer).
 
+Harder variants (issue 37; Variant below), each on its own or all together (--hard), with the
+same readers and splits; with none the files are the recipe's, byte for byte:
+
+  --channels    each turn through a channel of its own, drawn per turn: a level (-6..+3 dB), a
+                room (exponentially decaying noise as impulse response, RT60 0.2-0.6 s, direct to
+                reverberant 0-8 dB), a microphone (high-pass 60-250 Hz, low-pass 3.5-7.5 kHz, a
+                peak or dip at 0.8-4 kHz: enrolment_mismatch.py's) and a codec (none, telephone or
+                Opus, one in three each)
+  --short       every turn 1.5-5 s of speech, whatever the role
+  --adjacent    no gap between turns of speech (a change inside speech); jingles keep theirs
+  --overlap S   that share of the boundaries between turns overlapped by 0.2-0.8 s (at most half
+                of either turn); the RTTM has both speakers there
+  --music S     that share of turns with a music bed under them, 12-20 dB below the turn's speech
+                level, from 0.5 s before to 0.5 s after it, faded: Frozen-Bubble's music (Debian
+                package fb-music-high, GPL-2+); never in the RTTM
+  --elsewhere   each enrolment clip cut to its first 10 s and passed through a drawn channel of its
+                own (as above): enrolled from another recording
+  --hard        all of them, overlap and music at 0.3
+
+Each option draws from a random stream of its own, seeded by the programme, so one alone changes
+only what it is about (--short changes the running order, as it must). A variant's manifest
+lists its turns: reader, start, end, channel, overlap with the turn before, music bed level.
+scripts/evaluation/harder.py builds and scores each.
+
   .venv/bin/python3 scripts/evaluation/programmes.py [--out build/programmes] [--seed 1]
-                                                     [--per-format 3]
+                                                     [--per-format 3] [--hard | --channels ...]
 """
 import argparse
 import collections
