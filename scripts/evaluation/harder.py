@@ -16,11 +16,13 @@ results are there is not run again unless --again):
   music      a music bed 12-20 dB under 30 % of the turns
   elsewhere  enrolment clips: first 10 s, through a drawn channel of their own
   hard       all of them
+  hard-no-channels  all of them but channels: each person keeps one channel, as in easy
 
   .venv/bin/python3 scripts/evaluation/harder.py [--out build/programmes-hard] [--per-format 2]
                                                  [--variants easy channels ... hard] [--latency 2]
 """
 import argparse
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -39,6 +41,7 @@ VARIANTS = {
     "music": Variant(music=programmes.HARD.music),
     "elsewhere": Variant(elsewhere=True),
     "hard": programmes.HARD,
+    "hard-no-channels": dataclasses.replace(programmes.HARD, channels=False),
 }
 # (heading, figure): a share of seconds, or (p50, p90) seconds.
 COLUMNS = [
