@@ -18,16 +18,27 @@ results are there is not run again unless --again):
   hard       all of them
   hard-no-channels  all of them but channels: each person keeps one channel, as in easy
 
+With --wrong-names, instead: each variant's seconds of speech shown under an enrolled name that
+is not the speaker's, by the codec of the turn (its drawn channel's, else its person's) and of
+the enrolment clip (its drawn channel's, else "as built"), revised and as announced.
+
   .venv/bin/python3 scripts/evaluation/harder.py [--out build/programmes-hard] [--per-format 2]
                                                  [--variants easy channels ... hard] [--latency 2]
+                                                 [--wrong-names]
 """
 import argparse
+import collections
 import dataclasses
 import json
 import pathlib
 import subprocess
 import sys
+import tempfile
+import types
 
+from pyannote.core import Segment
+
+import evaluate
 import programmes
 from programmes import Variant
 
@@ -76,6 +87,37 @@ def results(args, name):
     return rows
 
 
+def wrong_names(args, name):
+    """{(split, "revised" | "announced", turn codec, enrolment codec): seconds} of speech under
+    an enrolled name not the speaker's, turn by turn, in the variant's programmes."""
+    run = types.SimpleNamespace(speakerseg=args.speakerseg, model=str(
+        programmes.ROOT / "models" / "segmentation-3.0.onnx"), step=1.0, threads=args.threads,
+        **{o: None for o in ("min_speech", "min_silence", "min_gap", "onset", "match_threshold",
+                             "switch_margin", "max_speakers") + evaluate.IDENTITY_OPTIONS})
+    out = collections.Counter()
+    for split in ("train", "development"):
+        folder = args.out / name / split
+        for uri in json.loads((folder / "programmes.json").read_text()):
+            m = json.loads((folder / f"{uri}.json").read_text())
+            people = {p["reader"]: p for p in m["people"]}
+            enrolled = {r: p["enrolment"] for r, p in people.items() if p["enrolment"]}
+            with tempfile.TemporaryDirectory() as tmp:
+                prints = evaluate.enrol(run, [(r, folder / e["wav"]) for r, e in enrolled.items()],
+                                        uri, tmp)
+                hyp, changes, _, _ = evaluate.run_changes(run, folder / m["wav"], args.latency,
+                                                          "on", "fp32", tmp, prints)
+            shown = {"revised": hyp, "announced": evaluate.as_announced(changes, hyp)}
+            for t in m["turns"]:
+                codec = (t["channel"] or people[t["reader"]]["channel"])["kind"]
+                for r, e in enrolled.items():
+                    for when, h in shown.items():
+                        if r != t["reader"] and r in h.labels():
+                            out[(split, when, codec, e.get("channel", {}).get("kind", "as built"))] \
+                                += h.label_timeline(r).crop(Segment(t["start"], t["end"]),
+                                                            mode="intersection").duration()
+    return out
+
+
 def cell(row, figure):
     if isinstance(figure, tuple):
         return " / ".join(f"{row[f]:.2f}" for f in figure) + " s"
@@ -94,7 +136,20 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--speakerseg", default=str(programmes.ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--again", action="store_true", help="score again what was scored")
+    ap.add_argument("--wrong-names", action="store_true",
+                    help="wrong names by the turn's and the enrolment's codec instead")
     args = ap.parse_args()
+    if args.wrong_names:
+        print("| variant | split | turn's codec | enrolment's codec | under a wrong name, revised "
+              "| as announced |\n|---|---|---|---|---:|---:|")
+        for name in args.variants:
+            seconds = wrong_names(args, name)
+            for key in sorted({k[:1] + k[2:] for k in seconds}):
+                split, codec, enrolment = key
+                print(f"| {name} | {split} | {codec} | {enrolment} | " + " | ".join(
+                    f"{seconds[(split, when, codec, enrolment)]:.1f} s"
+                    for when in ("revised", "announced")) + " |")
+        return
     print("| variant | split | programmes | audio | speech (anchors') | " +
           " | ".join(c[0] for c in COLUMNS) + " | labels / people |")
     print("|---|---|---:|---:|---:|" + "---:|" * len(COLUMNS) + "---:|")
