@@ -99,6 +99,8 @@ def wrong_names(args, name):
         folder = args.out / name / split
         for uri in json.loads((folder / "programmes.json").read_text()):
             m = json.loads((folder / f"{uri}.json").read_text())
+            if "turns" not in m:
+                raise SystemExit(f"harder: {name} lists no turns (only the variants do)")
             people = {p["reader"]: p for p in m["people"]}
             enrolled = {r: p["enrolment"] for r, p in people.items() if p["enrolment"]}
             with tempfile.TemporaryDirectory() as tmp:
