@@ -39,13 +39,15 @@ import programmes
 RATE = programmes.RATE  # the programmes' and their clips' sample rate
 
 
-def microphone(x):
-    b, a = signal.butter(2, 180 / (RATE / 2), "highpass")
+def microphone(x, high=180, low=5500, peak_hz=3000, peak=0.6):
+    """2nd-order high-pass and low-pass (Hz), and a peak at peak_hz: x + peak * its band (0.6:
+    +4 dB; negative: a dip). programmes.py draws its per-turn channels' from these."""
+    b, a = signal.butter(2, high / (RATE / 2), "highpass")
     x = signal.lfilter(b, a, x)
-    b, a = signal.butter(2, 5500 / (RATE / 2), "lowpass")
+    b, a = signal.butter(2, low / (RATE / 2), "lowpass")
     x = signal.lfilter(b, a, x)
-    b, a = signal.iirpeak(3000 / (RATE / 2), 1.5)
-    return x + 0.6 * signal.lfilter(b, a, x)
+    b, a = signal.iirpeak(peak_hz / (RATE / 2), 1.5)
+    return x + peak * signal.lfilter(b, a, x)
 
 
 def room(x, rng, rt60=0.5, drr_db=2.0):

@@ -23,6 +23,10 @@ current-speaker timeline it announces against the human RTTM with pyannote.metri
   ... as announced   the same on the timeline as the changes announced it, before any revision
                      (what a screen showed at the time): confusion, anchor recall and FA
   relabelled         the share of reference speech shown under a label that a revision changed
+  wrong name         the share of all reference speech shown under an enrolled name that is not
+                     the speaker's (revised, and as announced)
+  anchor unnamed     the share of an enrolled person's speech shown under an anonymous label
+                     (speaker-N: a voice not yet known; revised, and as announced)
   revision delay     p50 / p90 of the seconds from a revised change to its revision
 
 Each metric is accumulated over the recordings of a set (pyannote.metrics' abs(metric)); with
@@ -232,17 +236,20 @@ def relabelled_seconds(announced, hyp):
     return seconds
 
 
-def named_seconds(ref, hyp, name):
-    """Seconds of the named person's reference speech, of everyone else's, and of each announced
-    with the name."""
+def named_seconds(ref, hyp, name, names=()):
+    """Seconds of the named person's reference speech, of everyone else's, of each announced
+    with the name, and of theirs announced under a label that is none of names (anonymous)."""
     said = hyp.label_timeline(name).support()
     own = ref.label_timeline(name).support()
     others = Timeline([s for s, _, who in ref.itertracks(yield_label=True) if who != name])
     others = others.support().extrude(own)
     named = lambda t: t.crop(said, mode="intersection").duration()
     announced = own.crop(hyp.get_timeline().support(), mode="intersection").duration()
+    anonymous = Timeline([s for s, _, label in hyp.itertracks(yield_label=True)
+                          if label not in names]).support()
     return {"own": own.duration(), "own named": named(own), "own announced": announced,
-            "others": others.duration(), "others named": named(others)}
+            "others": others.duration(), "others named": named(others),
+            "own anonymous": own.crop(anonymous, mode="intersection").duration()}
 
 
 def delays_of(changes):
@@ -265,7 +272,8 @@ def figures(metrics, parts, extra):
     return {
         "DER": v["der"], "confusion": der["confusion"] / der["total"],
         "missed": der["missed detection"] / der["total"], "FA": der["false alarm"] / der["total"],
-        "seconds": extra["seconds"], "purity": v["purity"], "coverage": v["coverage"],
+        "seconds": extra["seconds"], "speech seconds": extra["speech"],
+        "anchor seconds": extra["own"], "purity": v["purity"], "coverage": v["coverage"],
         "P@0.25": v["p25"], "R@0.25": v["r25"], "F1@0.25": f1(v["p25"], v["r25"]),
         "P@0.5": v["p50"], "R@0.5": v["r50"], "F1@0.5": f1(v["p50"], v["r50"]),
         "delay mean": float(np.mean(delays)) if delays else float("nan"),
@@ -281,6 +289,12 @@ def figures(metrics, parts, extra):
         "anchor FA as announced": share("others named as announced", "others"),
         # Of all reference speech: shown under a label that a revision changed later.
         "relabelled": extra["relabelled"] / extra["speech"] if extra["speech"] else float("nan"),
+        # Of all reference speech: under an enrolled name that is not the speaker's.
+        "wrong name": share("others named", "speech"),
+        "wrong name as announced": share("others named as announced", "speech"),
+        # Of the enrolled people's speech: under an anonymous label (a voice not yet known).
+        "anchor unnamed": share("own anonymous", "own"),
+        "anchor unnamed as announced": share("own anonymous as announced", "own"),
         "revisions": len(revision_delays),
         "revision delay p50": float(np.median(revision_delays)) if revision_delays else float("nan"),
         "revision delay p90": (float(np.percentile(revision_delays, 90)) if revision_delays
@@ -318,15 +332,16 @@ def score(metrics, ref, hyp, uem, names, delays=(), announced=None, revision_del
              "people": len(ref.labels()), "enrolled": len(names), "own": 0.0, "own named": 0.0,
              "own announced": 0.0, "others": 0.0, "others named": 0.0,
              "own named as announced": 0.0, "others named as announced": 0.0,
+             "own anonymous": 0.0, "own anonymous as announced": 0.0,
              "speech": ref.get_timeline().support().duration(),
              "relabelled": relabelled_seconds(announced, hyp),
              "revision delays": list(revision_delays)}
     for name in names:
-        for k, x in named_seconds(ref, hyp, name).items():
+        for k, x in named_seconds(ref, hyp, name, names).items():
             extra[k] += x
-        at_the_time = named_seconds(ref, announced, name)
-        extra["own named as announced"] += at_the_time["own named"]
-        extra["others named as announced"] += at_the_time["others named"]
+        at_the_time = named_seconds(ref, announced, name, names)
+        for k in ("own named", "others named", "own anonymous"):
+            extra[k + " as announced"] += at_the_time[k]
     return extra
 
 
@@ -349,7 +364,8 @@ def evaluate(args, set_name, latency, reidentify, precision="fp32"):
             extras.append(score(metrics, ref, hyp, uem, names, delays_of(changes),
                                 as_announced(changes, hyp), [r["delay"] for r in revisions]))
     row = pooled(metrics, extras)
-    row.update({"set": set_name, "latency": latency, "reidentify": reidentify})
+    row.update({"set": set_name, "latency": latency, "reidentify": reidentify,
+                "recordings": len(extras)})
     row["per recording"] = per_recording(metrics, extras)
     return row
 
@@ -399,7 +415,8 @@ def main():
     cols = ["DER", "confusion", "missed", "FA", "purity", "coverage", "F1@0.25", "F1@0.5",
             "delay mean", "delay p95", "labels", "anchor recall", "anchor FA",
             "anchor named of announced", "confusion as announced", "anchor recall as announced",
-            "anchor FA as announced", "relabelled", "revision delay p50", "revision delay p90"]
+            "anchor FA as announced", "relabelled", "revision delay p50", "revision delay p90",
+            "wrong name", "wrong name as announced", "anchor unnamed", "anchor unnamed as announced"]
     if not args.json:
         print("# command: .venv/bin/python3 scripts/evaluation/evaluate.py "
               f"{' '.join(sys.argv[1:])}\n")

@@ -43,8 +43,32 @@ and programmes.json (the list, written last). The same seed gives
 byte-identical files on one machine (Opus and the jingle's decoding come from the system's
 GStreamer).
 
+Harder variants (issue 37; Variant below), each on its own or all together (--hard), with the
+same readers and splits; with none the files are the recipe's, byte for byte:
+
+  --channels    each turn through a channel of its own, drawn per turn: a level (-6..+3 dB), a
+                room (exponentially decaying noise as impulse response, RT60 0.2-0.6 s, direct to
+                reverberant 0-8 dB), a microphone (high-pass 60-250 Hz, low-pass 3.5-7.5 kHz, a
+                peak or dip at 0.8-4 kHz: enrolment_mismatch.py's) and a codec (none, telephone or
+                Opus, one in three each)
+  --short       every turn 1.5-5 s of speech, whatever the role
+  --adjacent    no gap between turns of speech (a change inside speech); jingles keep theirs
+  --overlap S   that share of the boundaries between turns overlapped by 0.2-0.8 s (at most half
+                of either turn); the RTTM has both speakers there
+  --music S     that share of turns with a music bed under them, 12-20 dB below the turn's speech
+                level, from 0.5 s before to 0.5 s after it, faded: Frozen-Bubble's music (Debian
+                package fb-music-high, GPL-2+); never in the RTTM
+  --elsewhere   each enrolment clip cut to its first 10 s and passed through a drawn channel of its
+                own (as above): enrolled from another recording
+  --hard        all of them, overlap and music at 0.3
+
+Each option draws from a random stream of its own, seeded by the programme, so one alone changes
+only what it is about (--short changes the running order, as it must). A variant's manifest
+lists its turns: reader, start, end, channel, overlap with the turn before, music bed level.
+scripts/evaluation/harder.py builds and scores each.
+
   .venv/bin/python3 scripts/evaluation/programmes.py [--out build/programmes] [--seed 1]
-                                                     [--per-format 3]
+                                                     [--per-format 3] [--hard | --channels ...]
 """
 import argparse
 import collections
@@ -86,6 +110,37 @@ PART, SHORT, WHOLE = (3, 7, False), (1.5, 5, False), (np.inf, np.inf, False)
 # Seconds of speech a chapter reader brings (80: all of it but the enrolment clip).
 BUDGET = {"anchor": 80, "host": 80, "field reporter": 45, "panellist": 60}
 LONGEST = 5.5 * 60                # no turn is added once a programme would be longer
+# The harder variants (Variant below).
+OVERLAP = (0.2, 0.8)              # seconds two turns overlap at a boundary
+BED_DB, BED_EDGE = (12.0, 20.0), 0.5  # a music bed's level below the turn's speech; its fades
+ROOM_RT60, ROOM_DRR_DB = (0.2, 0.6), (0.0, 8.0)
+HIGH_PASS, LOW_PASS, PEAK_HZ, PEAK = (60, 250), (3500, 7500), (800, 4000), (-0.5, 1.0)
+ELSEWHERE_SECONDS = 10.0          # an enrolment from another recording keeps its first 10 s
+BEDS = {"package": "fb-music-high", "licence": "GPL-2+",
+        "copyright": "Matthias Le Bidan (Frozen-Bubble's music)",
+        "files": ["/usr/share/games/frozen-bubble/snd/frozen-mainzik-1p.ogg",
+                  "/usr/share/games/frozen-bubble/snd/frozen-mainzik-2p.ogg",
+                  "/usr/share/games/frozen-bubble/snd/introzik.ogg"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """What makes the programmes harder (issue 37), each on its own or together (HARD). All off
+    is the recipe above, file for file; each option draws from a random stream of its own, so
+    one on alone changes only what it is about (short turns change the running order)."""
+    channels: bool = False   # each turn through its own drawn channel: level, band, codec, room
+    short: bool = False      # every turn 1.5-5 s of speech (SHORT), whatever the role
+    adjacent: bool = False   # no gap between two turns of speech
+    overlap: float = 0.0     # share of the boundaries between turns overlapped by 0.2-0.8 s
+    music: float = 0.0       # share of turns with a music bed under them
+    elsewhere: bool = False  # enrolment clips: first 10 s, through a drawn channel of their own
+
+    def describe(self):
+        on = [k if v is True else f"{k} {v:g}" for k, v in dataclasses.asdict(self).items() if v]
+        return ", ".join(on) or "none (the easy recipe)"
+
+
+HARD = Variant(channels=True, short=True, adjacent=True, overlap=0.3, music=0.3, elsewhere=True)
 
 
 @dataclasses.dataclass
@@ -241,8 +296,14 @@ def returning(one):
 class Script:
     """A running order: turns (person, phrases) and jingles, and roughly how long it runs."""
 
-    def __init__(self, rng):
-        self.rng, self.events, self.seconds = rng, [], 0.0
+    def __init__(self, rng, variant):
+        self.rng, self.variant, self.events, self.seconds = rng, variant, [], 0.0
+        self.seed = None  # the programme's, for the variant's draws (set by build_split)
+
+    def draws(self, what):
+        """The random stream of one of the variant's options."""
+        names = [f.name for f in dataclasses.fields(Variant)]
+        return np.random.default_rng([*self.seed, 4 + names.index(what)])
 
     def jingle(self):
         if self.events and self.events[-1] is None:
@@ -261,7 +322,7 @@ class Script:
         """One turn of the person's next phrases (nothing if they have none left, spoke last, or
         the programme is long enough): up to a target drawn from the size's range, and on to
         the end of the utterance if the size says so, without passing its longest."""
-        lo, hi, whole = size
+        lo, hi, whole = SHORT if self.variant.short else size
         last = self.events[-1] if self.events else None
         if not person.queue or (last and last[0] is person) or self.seconds > LONGEST:
             return False
@@ -280,7 +341,7 @@ class Script:
         return True
 
 
-def news(rng, chapter, one):
+def news(rng, chapter, one, variant):
     anchor = cast(chapter[0], "anchor", "studio", rng, enrolled=True)
     field = cast(chapter[1], "field reporter", "remote", rng)
     reporter = cast(returning(one), "reporter", str(rng.choice(["remote", "telephone"])), rng)
@@ -297,7 +358,7 @@ def news(rng, chapter, one):
     order = ["field report", "soundbites", "reporter", "field report", "soundbites", "reporter",
              "field report", "soundbites"]
     order = [order[0]] + [order[i] for i in 1 + rng.permutation(len(order) - 1)]
-    s = Script(rng)
+    s = Script(rng, variant)
     s.jingle()
     for story in order:
         if not anchor.queue:
@@ -314,11 +375,11 @@ def news(rng, chapter, one):
     return s
 
 
-def talk(rng, chapter, one):
+def talk(rng, chapter, one, variant):
     host = cast(chapter[0], "host", "studio", rng, enrolled=True)
     panel = [cast(r, "panellist", "studio", rng) for r in chapter[1:4]]
     guest = cast(returning(one), "remote guest", "remote", rng)
-    s = Script(rng)
+    s = Script(rng, variant)
     s.jingle()
     guest_segment = int(rng.integers(3))
     for segment in range(3):
@@ -346,11 +407,11 @@ def call(s, anchor, caller, sizes):
         s.say(caller, size)
 
 
-def callin(rng, chapter, one):
+def callin(rng, chapter, one, variant):
     anchors = [cast(r, "anchor", "studio", rng, enrolled=True) for r in chapter[:2]]
     back = cast(returning(one), "caller", "telephone", rng)  # in the first segment and the last
     callers = [back] + [cast(one.pop(), "caller", "telephone", rng) for _ in range(8)]
-    s = Script(rng)
+    s = Script(rng, variant)
     s.jingle()
     s.say(anchors[0], OPEN)
     s.say(anchors[1], OPEN)
@@ -399,14 +460,37 @@ def opus(x, bitrate, tmp):
     return y
 
 
-def on_channel(person, x, tmp):
-    x = x * person.scale
-    kind = person.channel["kind"]
-    if kind == "telephone":
+def drawn_channel(rng):
+    """A channel of its own (Variant.channels, .elsewhere): a level, a room (exponentially
+    decaying noise, RT60 0.2-0.6 s, direct-to-reverberant 0-8 dB), a microphone's band and peak
+    (high-pass 60-250 Hz, low-pass 3.5-7.5 kHz, a peak or dip at 0.8-4 kHz: -6..+4 dB) and a
+    codec: none, telephone or Opus, one in three each."""
+    u = lambda lo_hi: round(float(rng.uniform(*lo_hi)), 2)
+    c = channel(str(rng.choice(["studio", "telephone", "remote"])), rng)
+    c.update({"rt60": u(ROOM_RT60), "drr_db": u(ROOM_DRR_DB), "high_pass": u(HIGH_PASS),
+              "low_pass": u(LOW_PASS), "peak_hz": u(PEAK_HZ), "peak": u(PEAK),
+              "room_seed": int(rng.integers(2 ** 31))})
+    return c
+
+
+def through(x, c, tmp):
+    """x through the channel c: its room and microphone if it has them, then its codec."""
+    if "rt60" in c:
+        import enrolment_mismatch as em  # it imports this module
+        x = em.room(x, np.random.default_rng(c["room_seed"]), c["rt60"], c["drr_db"])
+        x = em.microphone(x, c["high_pass"], c["low_pass"], c["peak_hz"], c["peak"])
+    if c["kind"] == "telephone":
         return telephone(x)
-    if kind == "remote":
-        return opus(x, person.channel["bitrate"], tmp)
+    if c["kind"] == "remote":
+        return opus(x, c["bitrate"], tmp)
     return x
+
+
+def on_channel(person, x, tmp, c=None):
+    """A turn of the person through their channel, or through c at its own level."""
+    c = c or person.channel
+    return through(x * person.scale * 10 ** ((c["gain_db"] - person.channel["gain_db"]) / 20),
+                   c, tmp)
 
 
 def faded(x):
@@ -450,63 +534,116 @@ def jingle(tmp):
     return x * 10 ** (JINGLE_DB / 20) / np.sqrt(np.mean(x ** 2))
 
 
+@functools.lru_cache(maxsize=None)
+def bed_track(path, tmp):
+    if not pathlib.Path(path).exists():
+        raise SystemExit(f"programmes: {path} is missing: apt-get install {BEDS['package']}")
+    x = gst_decode(path, tmp)
+    loud, _ = loud_frames(x)
+    n = len(loud) * FRAME
+    rms = np.sqrt(np.mean(x[:n].reshape(-1, FRAME)[loud] ** 2))
+    return x / rms  # its loud frames at 0 dB
+
+
+def music_bed(seconds, level_db, rng, tmp):
+    """seconds of a music track from a random place, faded in and out, at level_db (RMS)."""
+    x = bed_track(str(rng.choice(BEDS["files"])), tmp)
+    n = round(seconds * RATE)
+    start = int(rng.integers(max(1, len(x) - n)))
+    y = np.resize(x[start:start + n], n)  # a track shorter than the bed repeats
+    edge = np.minimum(1.0, np.minimum(np.arange(n), np.arange(n)[::-1]) / (BED_EDGE * RATE))
+    return (y * edge * 10 ** (level_db / 20)).astype(np.float32)
+
+
 def render(uri, script, tmp):
-    """The programme's samples, its reference and where the jingles are."""
+    """The programme's samples, its reference, where the jingles are, and its turns."""
     rng, pad, at = script.rng, round(PAD * RATE), round(LEAD * RATE)
-    placed, ref, jingles = [], Annotation(uri=uri), []
+    v = script.variant
+    if v.channels:
+        pad += round(max(ROOM_RT60) * RATE)  # the room's tail
+    channels, overlaps, beds = (script.draws(k) for k in ("channels", "overlap", "music"))
+    placed, ref, jingles, turns, last = [], Annotation(uri=uri), [], [], None
     for i, event in enumerate(script.events):
-        if i:
-            at += round(rng.uniform(*GAP) * RATE)
+        gap = round(rng.uniform(*GAP) * RATE) if i else 0
         if event is None:
+            at += gap
             x = jingle(tmp)
             placed.append((at, x))
             jingles.append([round(at / RATE, 3), round((at + len(x)) / RATE, 3)])
         else:
             person, taken = event
             x = turn_audio(taken, rng)
-            y = on_channel(person, np.pad(x, pad), tmp)
+            if last is not None and script.events[i - 1] is not None:
+                gap = 0 if v.adjacent else gap
+                if v.overlap and overlaps.random() < v.overlap:
+                    gap = -round(min(overlaps.uniform(*OVERLAP), len(x) / RATE / 2,
+                                     len(last) / RATE / 2) * RATE)
+            at += gap
+            turn = {"reader": person.reader.id, "overlap": round(max(0, -gap) / RATE, 3)}
+            c = drawn_channel(channels) if v.channels else None
+            y = on_channel(person, np.pad(x, pad), tmp, c)
             placed.append((at - pad, y))
             head = taken[0].speech_start - taken[0].start
             tail = taken[-1].end - taken[-1].speech_end
             ref[Segment((at + head) / RATE, (at + len(x) - tail) / RATE)] = person.reader.id
+            if v.music and beds.random() < v.music:
+                level = LEVEL_DB + (c or person.channel)["gain_db"] - beds.uniform(*BED_DB)
+                bed = music_bed(len(x) / RATE + 2 * BED_EDGE, level, beds, tmp)
+                placed.append((max(0, at - round(BED_EDGE * RATE)), bed))
+                turn["music bed dB"] = round(float(level), 1)
+            turn.update({"start": round((at + head) / RATE, 3),
+                         "end": round((at + len(x) - tail) / RATE, 3), "channel": c})
+            turns.append(turn)
+            last = x
         at += len(x)
     y = np.zeros(at + round(LEAD * RATE), dtype=np.float64)
     for start, x in placed:
         y[start:start + len(x)] += x
     y += rng.standard_normal(len(y)) * 10 ** (FLOOR_DB / 20)
     peak = np.abs(y).max()
-    return y * min(1.0, 0.98 / peak), ref, jingles
+    return y * min(1.0, 0.98 / peak), ref, jingles, turns
 
 
 def write_wav(path, x):
     wavfile.write(str(path), RATE, np.round(np.clip(x, -1, 1) * 32767).astype(np.int16))
 
 
-def enrolment_clip(person, path):
+def enrolment_clip(person, path, elsewhere=None, tmp=None):
+    """The clip of the person's enrolment utterances; elsewhere (a random stream): its first
+    10 s through a drawn channel, at the clip's peak (as enrolment_mismatch.py keeps it)."""
     parts = []
     for p in person.enrolment:
         ph = phrases(p)
         parts += [audio(p)[ph[0].start:ph[-1].end], np.zeros(round(0.3 * RATE), dtype=np.float32)]
-    write_wav(path, np.concatenate(parts))
+    x, out = np.concatenate(parts), {}
+    if elsewhere is not None:
+        x = x[:round(ELSEWHERE_SECONDS * RATE)]
+        out["channel"] = drawn_channel(elsewhere)
+        y = through(x, out["channel"], tmp)
+        x = y * np.abs(x).max() / max(np.abs(y).max(), 1e-9)
+    write_wav(path, x)
     return {"wav": f"enrol/{path.name}", "utterances": person.enrolment,
-            "speech seconds": round(speech_seconds(person.enrolment), 2)}
+            "speech seconds": round(speech_seconds(person.enrolment), 2), **out}
 
 
-def describe(person, script, folder, uri):
+def describe(person, script, folder, uri, elsewhere, tmp):
     turns = [e[1] for e in script.events if e and e[0] is person]
     said = [p for taken in turns for p in taken]
     out = {"reader": person.reader.id, "name": person.reader.name, "sex": person.reader.sex,
-           "role": person.role, "channel": person.channel, "turns": len(turns),
+           "role": person.role,
+           "channel": "each turn its own" if script.variant.channels else person.channel,
+           "turns": len(turns),
            "speech seconds": round(sum(p.seconds for p in said), 2),
            "utterances": sorted({p.path for p in said}), "enrolment": None}
     if person.enrolment:
         clip = folder / "enrol" / f"{uri}-{person.reader.id}.wav"
-        out["enrolment"] = enrolment_clip(person, clip)
+        out["enrolment"] = enrolment_clip(person, clip, elsewhere, tmp)
     return out
 
 
 def build_programme(folder, uri, fmt, script, tmp):
-    y, ref, jingles = render(uri, script, tmp)
+    y, ref, jingles, turns = render(uri, script, tmp)
+    elsewhere = script.draws("elsewhere") if script.variant.elsewhere else None
     write_wav(folder / f"{uri}.wav", y)
     with open(folder / f"{uri}.rttm", "w") as f:
         ref.write_rttm(f)
@@ -514,13 +651,16 @@ def build_programme(folder, uri, fmt, script, tmp):
                 "seconds": round(len(y) / RATE, 3),
                 "reference seconds": round(ref.get_timeline().duration(), 3),
                 "speech seconds": round(sum(p.seconds for p in script.said()), 3),
-                "people": [describe(p, script, folder, uri) for p in script.people()],
+                "people": [describe(p, script, folder, uri, elsewhere, tmp)
+                           for p in script.people()],
                 "jingles": jingles, "music": MUSIC["file"]}
+    if script.variant != Variant():
+        manifest.update({"variant": dataclasses.asdict(script.variant), "turns": turns})
     (folder / f"{uri}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
-def build_split(folder, k, readers_of, seed, per_format):
+def build_split(folder, k, readers_of, seed, per_format, variant):
     """The split's programmes (one-utterance readers drawn in a seeded order, each once; the
     chapter readers in a seeded order per format, turned by one for each programme, so that
     each programme of a format has another anchor or host), and how much they hold."""
@@ -532,7 +672,8 @@ def build_split(folder, k, readers_of, seed, per_format):
             order = np.random.default_rng([seed, 2, k, f]).permutation(len(chapter))
             for i in range(per_format):
                 turned = [chapter[order[(i + j) % len(chapter)]] for j in range(len(chapter))]
-                script = make(np.random.default_rng([seed, 3, k, f, i]), turned, one)
+                script = make(np.random.default_rng([seed, 3, k, f, i]), turned, one, variant)
+                script.seed = [seed, k, f, i]
                 uris.append(f"{folder.name}-{fmt}-{i + 1}")
                 manifests.append(build_programme(folder, uris[-1], fmt, script, tmp))
                 said |= set(script.said())
@@ -560,8 +701,15 @@ The programme WAVs mix both, so they are shared under CC BY-SA 4.0 with the attr
 the enrolment clips hold LibriSpeech speech only (CC BY 4.0).
 """
 
+SOURCE_BEDS = """
+Harder variant: {variant}. Music beds: {files} from the Debian package {package}, licence
+{licence} (GPL-2, beside this file), (c) {copyright}. Where a programme has a bed, its WAV mixes
+CC BY 4.0, CC BY-SA 4.0 and GPL-2+ material: share it under the terms of each, with the
+attributions above.
+"""
 
-def build(out=OUT, seed=1, per_format=3):
+
+def build(out=OUT, seed=1, per_format=3, variant=Variant()):
     if shutil.which("gst-launch-1.0") is None:
         raise SystemExit("programmes: gst-launch-1.0 not found (gstreamer1.0-tools, -plugins-base)")
     out = pathlib.Path(out)
@@ -571,8 +719,16 @@ def build(out=OUT, seed=1, per_format=3):
                             round(sum(speech_seconds(r.utterances) for r in rs), 1)}
                      for kind, rs in p.items()} for name, p in pool.items()}
     for k, name in enumerate(pool):
-        splits[name]["programmes"] = build_split(out / name, k, pool[name], seed, per_format)
-    (out / "SOURCE.txt").write_text(SOURCE.format(seed=seed, **MUSIC))
+        splits[name]["programmes"] = build_split(out / name, k, pool[name], seed, per_format,
+                                                 variant)
+    source = SOURCE.format(seed=seed, **MUSIC)
+    if variant != Variant():
+        splits["variant"] = dataclasses.asdict(variant)
+        source += SOURCE_BEDS.format(variant=variant.describe(), **{**BEDS, "files": ", ".join(
+            BEDS["files"])}) if variant.music else f"\nHarder variant: {variant.describe()}.\n"
+        if variant.music:
+            shutil.copyfile("/usr/share/common-licenses/GPL-2", out / "GPL-2")
+    (out / "SOURCE.txt").write_text(source)
     shutil.copyfile(DATA / "LICENSE_LibriSpeech.TXT", out / "LICENSE_LibriSpeech.TXT")
     (out / "splits.json").write_text(json.dumps({"seed": seed, **splits}, indent=1) + "\n")
 
@@ -582,8 +738,22 @@ def main():
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--per-format", type=int, default=3)
+    hard = ap.add_argument_group("harder variants (issue 37; each alone, or --hard for all)")
+    hard.add_argument("--channels", action="store_true",
+                      help="each turn through its own drawn channel: level, room, band, codec")
+    hard.add_argument("--short", action="store_true", help="every turn 1.5-5 s of speech")
+    hard.add_argument("--adjacent", action="store_true", help="no gap between turns of speech")
+    hard.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
+                      help="that share of the boundaries between turns overlapped 0.2-0.8 s")
+    hard.add_argument("--music", type=float, default=0.0, metavar="SHARE",
+                      help="that share of turns with a music bed 12-20 dB under the speech")
+    hard.add_argument("--elsewhere", action="store_true",
+                      help="enrolment clips: first 10 s, through a drawn channel of their own")
+    hard.add_argument("--hard", action="store_true", help=f"all of them: {HARD.describe()}")
     args = ap.parse_args()
-    build(args.out, args.seed, args.per_format)
+    variant = HARD if args.hard else Variant(args.channels, args.short, args.adjacent,
+                                             args.overlap, args.music, args.elsewhere)
+    build(args.out, args.seed, args.per_format, variant)
 
 
 if __name__ == "__main__":
