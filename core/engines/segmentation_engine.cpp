@@ -31,4 +31,12 @@ void SegmentationEngine::forward_windows(const float* const* windows, int batch,
   forward(gathered_.data(), batch, samples, logprobs);
 }
 
+const float* const* SegmentationEngine::windows_of(const float* audio, int batch, int samples) {
+  check_forward_shape(batch, samples);
+  windows_.resize(static_cast<size_t>(batch));
+  for (int b = 0; b < batch; ++b)
+    windows_[static_cast<size_t>(b)] = audio + static_cast<size_t>(b) * samples;
+  return windows_.data();
+}
+
 }  // namespace speakerseg

@@ -48,8 +48,14 @@ class SegmentationEngine {
   // Seconds spent per stage since construction, for benchmarks ("sinc+pool", "lstm", ...).
   virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }
 
+ protected:
+  // forward()'s one block as forward_windows() takes it, for engines that read windows apart
+  // (valid until the next call), after check_forward_shape().
+  const float* const* windows_of(const float* audio, int batch, int samples);
+
  private:
-  std::vector<float> gathered_;  // forward_windows()'s one block, for engines that need one
+  std::vector<float> gathered_;        // forward_windows()'s one block, for engines that need one
+  std::vector<const float*> windows_;  // windows_of()'s
 };
 
 // The checks every engine's forward() makes before it touches memory: a batch of at least one

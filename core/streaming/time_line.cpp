@@ -24,7 +24,7 @@ std::string seconds(int64_t ns) {
 
 }  // namespace
 
-void TimeLine::begin_stretch(int64_t start, const std::string& context) {
+void TimeLine::begin_stretch(int64_t start) {
   const bool used = line_used_ || stamped_;
   std::string why;
   if (!restart_.empty()) {
@@ -32,9 +32,10 @@ void TimeLine::begin_stretch(int64_t start, const std::string& context) {
   } else if (line_used_ && start < line_end_ - options_.alignment) {
     why = "the timestamps went back " + seconds(line_end_ - start) + ", to " + seconds(start) +
           ", before the end of the audio already analysed (" + seconds(line_end_) + ")";
-    if (!context.empty()) why += " " + context;
+    if (!after_.empty()) why += " " + after_;
   }
   restart_.clear();
+  after_.clear();
   if (used && !why.empty()) {
     ++line_;
     line_used_ = false;

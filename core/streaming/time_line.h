@@ -49,10 +49,14 @@ class TimeLine {
 
   bool in_stretch() const { return in_stretch_; }
   // The stretch's sample 0 is at `start`. Before the end of the audio this line carried: a new
-  // line, because upstream's timestamps went back (`context`, if not empty, says when).
-  void begin_stretch(int64_t start, const std::string& context = "");
-  // The stretch ended (EOS, a long gap, a stall): the line goes on.
-  void end_stretch() { in_stretch_ = false; }
+  // line, because upstream's timestamps went back (after what the last end_stretch() said).
+  void begin_stretch(int64_t start);
+  // The stretch ended (EOS, a long gap, a stall): the line goes on. `after` ("after the feed
+  // stalled"), if given, says in the next line's reason what came before it.
+  void end_stretch(const std::string& after = "") {
+    in_stretch_ = false;
+    after_ = after;
+  }
   // Everything before is forgotten (a flush): the next stretch begins a new line for `why`.
   void restart(const std::string& why);
 
@@ -83,10 +87,12 @@ class TimeLine {
   uint32_t line_ = 0;
   std::string new_line_;  // why the current line began, until its first stamp
   std::string restart_;   // a flush's reason, for the next stretch
-  int64_t behind_since_ =
-      -1;                     // stretch sample from which timestamps stayed behind; -1: they do not
-  int64_t behind_first_ = 0;  // how far behind they were then (ns)
-  bool skipping_ = false;     // behind for discont_wait: dropping what repeats time
+  std::string after_;     // how the last stretch ended, for the next one's reason
+  // The stretch sample from which the timestamps stayed behind (-1: they do not), and how far
+  // behind they were then (ns).
+  int64_t behind_since_ = -1;
+  int64_t behind_first_ = 0;
+  bool skipping_ = false;  // behind for discont_wait: dropping what repeats time
 };
 
 }  // namespace speakerseg

@@ -19,8 +19,13 @@ namespace {
 
 constexpr int kLiveMaxQueue = 4;
 
+// A time of the time line as buffer time: a stretch anchored near 0 may reach before it.
+GstClockTime buffer_time(int64_t t) {
+  return static_cast<GstClockTime>(std::max<int64_t>(t, 0));
+}
+
 GstClockTime sample_time(const Stream* s, int64_t sample) {
-  return static_cast<GstClockTime>(std::max<int64_t>(s->time_line.time_of(sample), 0));
+  return buffer_time(s->time_line.time_of(sample));
 }
 
 GstClockTime samples_to_duration(int64_t samples) {
@@ -35,11 +40,13 @@ void emit_change(GstSpeakerChange* self, const speakerseg::SpeakerChange& c,
   Stream* s = self->stream;
   // A revision names a change already sent, at its time; a change is ordered on its time line.
   speakerseg::TimeLine::Stamp stamp;
-  if (c.revision)
-    stamp.time = s->time_line.time_of(c.sample), stamp.line = s->time_line.line();
-  else
+  if (c.revision) {
+    stamp.time = s->time_line.time_of(c.sample);
+    stamp.line = s->time_line.line();
+  } else {
     stamp = s->time_line.stamp(s->time_line.time_of(c.sample));
-  const GstClockTime timestamp = static_cast<GstClockTime>(std::max<int64_t>(stamp.time, 0));
+  }
+  const GstClockTime timestamp = buffer_time(stamp.time);
   GstClockTime running_time = GST_CLOCK_TIME_NONE, stream_time = GST_CLOCK_TIME_NONE;
   if (trans->segment.format == GST_FORMAT_TIME) {
     running_time = gst_segment_to_running_time(&trans->segment, GST_FORMAT_TIME, timestamp);
@@ -261,11 +268,6 @@ void audio_until(GstSpeakerChange* self, GstClockTime end) {
     stall_audio(self, running);
 }
 
-void begin_stretch(Stream* s, int64_t start) {
-  s->time_line.begin_stretch(start, s->resume_context);
-  s->resume_context.clear();
-}
-
 // end_stretch() and stall_stretch(): the one way a stretch ends.
 GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
                              GstClockTime next_start, GstClockTime stall_delay) {
@@ -278,9 +280,9 @@ GstFlowReturn finish_stretch(GstSpeakerChange* self, speakerseg::StretchEnd how,
     ret = emit_ready(self, stall_delay);
   }
   forget_stretch(s);
-  s->resume_context = how == speakerseg::StretchEnd::kStalled ? "after the feed stalled" : "";
+  if (how == speakerseg::StretchEnd::kStalled) s->time_line.end_stretch("after the feed stalled");
   if (ret == GST_FLOW_OK && GST_CLOCK_TIME_IS_VALID(next_start)) {
-    begin_stretch(s, next_start);
+    s->time_line.begin_stretch(static_cast<int64_t>(next_start));
     audio_until(self, next_start);  // the gap: time went on
   }
   return ret;
@@ -327,7 +329,7 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
       if (ret != GST_FLOW_OK) return ret;
       p = {};
     }
-    if (!s->time_line.in_stretch()) begin_stretch(s, t);
+    if (!s->time_line.in_stretch()) s->time_line.begin_stretch(t);
     if (p.silence > 0) {
       GST_DEBUG_OBJECT(self, "filling a gap of %" G_GINT64_FORMAT " samples with silence",
                        p.silence);
@@ -343,7 +345,7 @@ GstFlowReturn process(GstSpeakerChange* self, GstClockTime pts, const float* sam
     }
   } else if (!s->time_line.in_stretch()) {
     const GstSegment& seg = GST_BASE_TRANSFORM(self)->segment;
-    begin_stretch(s, seg.format == GST_FORMAT_TIME ? static_cast<int64_t>(seg.start) : 0);
+    s->time_line.begin_stretch(seg.format == GST_FORMAT_TIME ? static_cast<int64_t>(seg.start) : 0);
   }
   if (n > 0) s->windows->push(samples, n, submitter(s));
   s->time_line.reached(s->windows->total());

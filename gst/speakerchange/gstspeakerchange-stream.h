@@ -51,7 +51,6 @@ struct Stream {
   std::vector<int16_t> s16_scratch;
   // Where the stretch's samples lie in buffer time, and the order of what is announced.
   speakerseg::TimeLine time_line;
-  std::string resume_context;  // how the last stretch ended, for the next one's time line
   uint64_t dropped_reported = 0;
   // The engine outage last reported ("": none) and the unanalysed stream time last posted.
   std::string outage_reported;

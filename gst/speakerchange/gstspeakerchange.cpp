@@ -322,7 +322,6 @@ gboolean speaker_change_stop(GstBaseTransform* trans) {
   s->scratch = {};
   s->s16_scratch = {};
   s->time_line = {};
-  s->resume_context.clear();
   gst_audio_info_init(&s->info);
   return TRUE;
 }

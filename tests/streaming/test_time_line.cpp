@@ -152,11 +152,11 @@ TEST(TimeLine, AFeedThatResumesBeforeItsLastAudioAfterAStallBeginsANewLine) {
   t.begin_stretch(10 * kS);
   t.reached(16000 * 4);  // to 14 s
   t.stamp(14 * kS);      // the stall's announcement
-  t.end_stretch();
-  t.begin_stretch(14 * kS - 20 * kMs, "after a stall");  // jitter: the same line
+  t.end_stretch("after a stall");
+  t.begin_stretch(14 * kS - 20 * kMs);  // jitter: the same line
   EXPECT_EQ(t.line(), 0u);
-  t.end_stretch();
-  t.begin_stretch(12 * kS, "after a stall");
+  t.end_stretch("after a stall");
+  t.begin_stretch(12 * kS);
   EXPECT_EQ(t.line(), 1u);
   const TimeLine::Stamp s = t.stamp(12 * kS);
   EXPECT_NE(s.new_line.find("after a stall"), std::string::npos) << s.new_line;

@@ -114,11 +114,7 @@ class CpuEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
-    check_forward_shape(batch, samples);
-    window_ptrs_.resize(static_cast<size_t>(batch));
-    for (int b = 0; b < batch; ++b)
-      window_ptrs_[static_cast<size_t>(b)] = audio + static_cast<size_t>(b) * samples;
-    forward_windows(window_ptrs_.data(), batch, samples, logprobs);
+    forward_windows(windows_of(audio, batch, samples), batch, samples, logprobs);
   }
 
   // The first stage reads each window where it is: the normalised copy is the one it makes.
@@ -342,7 +338,6 @@ class CpuEngine final : public SegmentationEngine {
 
   int batch_ = 0, samples_ = 0;
   std::vector<float> wave_, pool0_, pool1_, features_, gates_, cell_, head_;
-  std::vector<const float*> window_ptrs_;  // forward()'s block as windows
   std::vector<cpu::LstmRecurrenceJob> jobs_;
   std::array<std::vector<float>, 2> lstm_out_;
   std::vector<float> thread_scratch_;

@@ -113,12 +113,7 @@ class CudaEngine final : public SegmentationEngine {
   }
 
   void forward(const float* audio, int batch, int samples, float* logprobs) override {
-    check_batch(batch, samples);
-    window_ptrs_.resize(static_cast<size_t>(batch));
-    for (int b = 0; b < batch; ++b)
-      window_ptrs_[static_cast<size_t>(b)] = audio + static_cast<size_t>(b) * samples;
-    cuda::guarded_call(options_.device, &broken_,
-                       [&] { run(window_ptrs_.data(), batch, samples, logprobs); });
+    forward_windows(windows_of(audio, batch, samples), batch, samples, logprobs);
   }
 
   // Each window goes from where its stream keeps it into the pinned upload buffer: one copy.
@@ -543,7 +538,6 @@ class CudaEngine final : public SegmentationEngine {
   // Sized for the largest batch class of full windows when the engine is made; grown only by
   // longer windows.
   cuda::PinnedBuffer staging_in_, staging_out_;
-  std::vector<const float*> window_ptrs_;  // forward()'s block as windows
   std::vector<int> classes_;  // the batch sizes that have plans; every batch runs as one
   size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
   double startup_seconds_ = 0;
