@@ -128,11 +128,9 @@ def main():
         sys.exit(f"speakerchange: {e}")
     reidentify = sc.get_property("reidentify")
     loop = GLib.MainLoop()
-    state = {"retry": FIRST_RETRY, "attempt": 0, "flowing": False, "pending": None, "status": 0,
-             "lost_at": None}
+    state = {"retry": FIRST_RETRY, "attempt": 0, "flowing": False, "status": 0, "lost_at": None}
 
     def connect():
-        state["pending"] = None
         state["attempt"] += 1
         state["flowing"] = False
         app.note(f"live-stream: connecting to {a.uri} (attempt {state['attempt']})")
@@ -153,7 +151,7 @@ def main():
         wait = state["retry"]
         app.note(f"live-stream: feed lost: {why}; connecting again in {wait:g} s")
         state["retry"] = min(wait * 2, a.retry_max)
-        state["pending"] = GLib.timeout_add(int(wait * 1000), connect)
+        GLib.timeout_add(int(wait * 1000), connect)
         return False
 
     def audio(owner):

@@ -100,8 +100,9 @@ def change(s, reidentify, live_pipeline=None):
         out["timeline"] = line
     if s.get_string("new-timeline"):
         out["new-timeline"] = s.get_string("new-timeline")
-    if live_pipeline is not None and lag(live_pipeline, s) is not None:
-        out["lag"] = lag(live_pipeline, s)
+    waited = lag(live_pipeline, s) if live_pipeline is not None else None
+    if waited is not None:
+        out["lag"] = waited
     return out
 
 
