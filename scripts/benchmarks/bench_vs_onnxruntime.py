@@ -69,9 +69,14 @@ def voice_partials(path, batch):
     return np.stack([mel[starts[i % len(starts)]:][:160] for i in range(batch)])
 
 
-def bench_voice(a):
+def print_setup(a):
+    """What every table is measured on, and the command that made it."""
     print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
     print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
+
+
+def bench_voice(a):
+    print_setup(a)
     header = "| threads | batch | ONNX Runtime partials/s |"
     for p in a.precision:
         header += f" ours {p} partials/s | ours {p} / ORT | ours {p}: ms of CPU per s of speech |"
@@ -134,8 +139,7 @@ def main():
     if a.voice:
         return bench_voice(a)
 
-    print(f"# {cpu_name()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; input {a.input}")
-    print(f"# command: {' '.join([os.path.relpath(sys.executable, os.getcwd())] + sys.argv)}\n")
+    print_setup(a)
     header = "| threads | batch | ONNX Runtime windows/s |"
     for p in a.precision:
         header += f" ours {p} windows/s | ours {p} / ORT |"
