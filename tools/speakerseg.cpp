@@ -93,6 +93,7 @@ constexpr const char* kValued[] = {"batch",
                                    "enrolled-threshold",
                                    "evidence-seconds",
                                    "feeders",
+                                   "in-flight",
                                    "input",
                                    "keep-floor-long",
                                    "keep-floor-short",
@@ -633,6 +634,7 @@ int cmd_live(const Args& a) {
   const bool own = a.flag("own");
   const int batch = positive(a, "batch", own ? 1 : 32);
   const int feeders = std::min(n, positive(a, "feeders", 1));
+  const int in_flight = positive(a, "in-flight", 1);
   const std::vector<float> audio = input_or_sample(a);
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
@@ -666,7 +668,11 @@ int cmd_live(const Args& a) {
     int64_t offset = 0;
   };
   std::shared_ptr<SharedScheduler> scheduler;
-  if (!own) scheduler = std::make_shared<SharedScheduler>(segmentation(batch), batch, voice());
+  if (!own) {
+    std::vector<std::unique_ptr<SegmentationEngine>> lanes;
+    for (int i = 0; i < in_flight; ++i) lanes.push_back(segmentation(batch));
+    scheduler = std::make_shared<SharedScheduler>(std::move(lanes), batch, voice());
+  }
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);
   for (int i = 0; i < n; ++i) {
@@ -741,12 +747,13 @@ int cmd_live(const Args& a) {
   const bool ok = error.empty() && !all.empty() && quantile(0.95) <= 0.5 && dropped == 0;
   const std::string engine = own ? "own engines" : scheduler->description();
   std::printf(
-      "{\"channels\": %d, \"shared\": %s, \"engine\": %s, \"batch\": %d, \"ok\": %s, "
+      "{\"channels\": %d, \"shared\": %s, \"engine\": %s, \"batch\": %d, \"in_flight\": %d, "
+      "\"ok\": %s, "
       "\"changes\": %zu, \"added_p50_s\": %s, \"added_p95_s\": %s, \"added_max_s\": %s, "
       "\"dropped_windows\": %llu, \"max_batch\": %d, \"feeder_late_max_s\": %.3f, "
       "\"error\": %s}\n",
-      n, own ? "false" : "true", json_string(engine).c_str(), batch, ok ? "true" : "false",
-      all.size(), pct(0.5).c_str(), pct(0.95).c_str(), pct(1.0).c_str(),
+      n, own ? "false" : "true", json_string(engine).c_str(), batch, own ? 1 : in_flight,
+      ok ? "true" : "false", all.size(), pct(0.5).c_str(), pct(0.95).c_str(), pct(1.0).c_str(),
       static_cast<unsigned long long>(dropped), own ? 1 : scheduler->max_batch_size(),
       *std::max_element(late.begin(), late.end()), json_string(error).c_str());
   channels.clear();  // channels leave the scheduler before it goes
@@ -796,14 +803,16 @@ const Command kCommands[] = {
      "      with less than 1.59 s of speech is refused.\n"},
     {"live", cmd_live, true,
      "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
-     "                    [--own] [--batch N] [--threads N] [--feeders N] [--input FILE.wav]\n"
-     "                    [--reidentify [--voice-model V]] [--replay]\n"
+     "                    [--own] [--batch N] [--in-flight N] [--threads N] [--feeders N]\n"
+     "                    [--input FILE.wav] [--reidentify [--voice-model V]] [--replay]\n"
      "      N live channels in real time through the element's streaming logic without GStreamer\n"
      "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
      "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
      "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped. --replay: the\n"
      "      engine's answers for the input's windows are computed first and handed out at once\n"
-     "      during the run, so that only the host side is measured (its own ceiling).\n"},
+     "      during the run, so that only the host side is measured (its own ceiling).\n"
+     "      --in-flight N: the shared engine runs up to N batches at once, each on an engine\n"
+     "      of its own (with --threads each), as the element's batches-in-flight does.\n"},
     {"voiceprint", cmd_voiceprint, true,
      "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
      "                    --output OUT.npy [--voice-model V] [--threads N]\n"

@@ -1,6 +1,8 @@
 #include "scheduling/engine_pool.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace speakerseg {
 
@@ -12,8 +14,8 @@ EnginePool& EnginePool::instance() {
 
 std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch_size,
                                                  const Factory& make,
-                                                 const VoiceFactory& make_voice,
-                                                 double outage_wait) {
+                                                 const VoiceFactory& make_voice, double outage_wait,
+                                                 int lanes) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Entries of released schedulers would otherwise pile up with every new key.
   for (auto it = schedulers_.begin(); it != schedulers_.end();)
@@ -21,10 +23,13 @@ std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch
   auto found = schedulers_.find(key);
   if (found != schedulers_.end())
     if (auto alive = found->second.lock()) return alive;
-  auto engine = make();
-  if (!engine) throw EngineError("EnginePool: the engine factory gave no engine");
+  std::vector<std::unique_ptr<SegmentationEngine>> engines;
+  for (int i = 0; i < std::max(1, lanes); ++i) {
+    engines.push_back(make());
+    if (!engines.back()) throw EngineError("EnginePool: the engine factory gave no engine");
+  }
   auto scheduler = std::make_shared<SharedScheduler>(
-      std::move(engine), batch_size, make_voice ? make_voice() : nullptr, outage_wait);
+      std::move(engines), batch_size, make_voice ? make_voice() : nullptr, outage_wait);
   schedulers_[key] = scheduler;
   return scheduler;
 }

@@ -39,10 +39,12 @@ class EnginePool {
   // two elements starting together load the model once; an exception from it leaves the pool as
   // it was. `make_voice`, when given, makes the scheduler's voice encoder the same way (the key
   // must then say which voice model).
-  // `outage_wait`: the scheduler's (SharedScheduler), for the first caller too.
+  // `outage_wait`: the scheduler's (SharedScheduler), for the first caller too. `lanes`: batches
+  // in flight at once, each on an engine `make` makes (the key must then say how many).
   std::shared_ptr<SharedScheduler> get(const EngineKey& key, int batch_size, const Factory& make,
                                        const VoiceFactory& make_voice = nullptr,
-                                       double outage_wait = SharedScheduler::kDefaultOutageWait);
+                                       double outage_wait = SharedScheduler::kDefaultOutageWait,
+                                       int lanes = 1);
 
   // Schedulers alive now.
   size_t size() const;

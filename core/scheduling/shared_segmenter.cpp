@@ -17,14 +17,42 @@ double seconds(std::chrono::steady_clock::duration d) {
 
 }  // namespace
 
+namespace {
+
+std::vector<std::unique_ptr<SegmentationEngine>> one(std::unique_ptr<SegmentationEngine> engine) {
+  std::vector<std::unique_ptr<SegmentationEngine>> engines;
+  engines.push_back(std::move(engine));
+  return engines;
+}
+
+}  // namespace
+
 SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
                                  std::unique_ptr<VoiceEncoder> voice, double outage_wait)
-    : engine_(std::move(engine)),
+    : SharedScheduler(one(std::move(engine)), batch_size, std::move(voice), outage_wait) {}
+
+SharedScheduler::SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>> engines,
+                                 int batch_size, std::unique_ptr<VoiceEncoder> voice,
+                                 double outage_wait)
+    : lanes_(engines.size()),
       batch_size_(std::max(1, batch_size)),
       outage_wait_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(std::max(0.0, outage_wait)))),
       voice_(std::move(voice)) {
-  worker_ = std::thread([this] { loop(); });
+  if (lanes_.empty()) throw std::invalid_argument("SharedScheduler: no engine");
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (!engines[i]) throw std::invalid_argument("SharedScheduler: no engine");
+    lanes_[i].engine = std::move(engines[i]);
+  }
+  // Started once every lane has its engine: a worker reads only its own lane.
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    lanes_[i].worker = std::thread([this, i] { loop(static_cast<int>(i)); });
+}
+
+std::string SharedScheduler::description() const {
+  const std::string engine = lanes_.front().engine->description();
+  return lanes_.size() == 1 ? engine
+                            : engine + ", " + std::to_string(lanes_.size()) + " batches in flight";
 }
 
 SharedScheduler::~SharedScheduler() {
@@ -34,7 +62,7 @@ SharedScheduler::~SharedScheduler() {
     stop_ = true;
   }
   wake_worker_.notify_all();
-  worker_.join();
+  for (Lane& lane : lanes_) lane.worker.join();
 }
 
 void SharedScheduler::add(const std::shared_ptr<Channel>& channel) {
@@ -51,7 +79,7 @@ void SharedScheduler::remove(const std::shared_ptr<Channel>& channel) {
   channels_.erase(std::find(channels_.begin(), channels_.end(), channel));
 }
 
-void SharedScheduler::loop() {
+void SharedScheduler::loop(int lane) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (stop_) return;
@@ -59,7 +87,7 @@ void SharedScheduler::loop() {
     bool hurry = false;
     auto due = Clock::time_point::max();
     for (const auto& c : channels_) {
-      if (c->queue.empty() || !c->error.empty()) continue;
+      if (!takes(*c, lane)) continue;
       waiting += c->queue.size();
       hurry = hurry || c->waiting_hosts > 0;
       // Each channel's queue is in submission order with one max_wait, so its front is due first.
@@ -71,12 +99,13 @@ void SharedScheduler::loop() {
       // A new window, a waiting host or the deadline ends the wait; the loop then re-decides.
       wake_worker_.wait_until(lock, due);
     } else {
-      run_batch(lock);
+      run_batch(lock, lane);
     }
   }
 }
 
-void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
+void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock, int lane_index) {
+  Lane& lane = lanes_[static_cast<size_t>(lane_index)];
   struct Item {
     std::shared_ptr<Channel> channel;
     WindowJob job;
@@ -89,7 +118,7 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
     // a window of another length waits for the next batch (it keeps its place as the oldest).
     const std::shared_ptr<Channel>* best = nullptr;
     for (const auto& c : channels_) {
-      if (c->queue.empty() || !c->error.empty()) continue;
+      if (!takes(*c, lane_index)) continue;
       if (!batch.empty() && c->queue.front().job.samples.size() != samples) continue;
       if (!best || c->queue.front().seq < (*best)->queue.front().seq) best = &c;
     }
@@ -97,7 +126,10 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
     Channel& c = **best;
     Pending& p = c.queue.front();
     samples = p.job.samples.size();
-    if (c.in_flight++ == 0) c.in_flight_since = p.submitted;
+    if (c.in_flight++ == 0) {
+      c.in_flight_since = p.submitted;
+      c.lane = lane_index;
+    }
     batch.push_back({*best, std::move(p.job), p.submitted});
     c.queue.pop_front();
   }
@@ -111,6 +143,7 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
       members.emplace_back(item.channel, item.channel->generation);
     item.channel->wake_host.notify_all();  // room in its queue
   }
+  max_running_ = std::max(max_running_, ++running_);
   lock.unlock();
 
   std::string failure;
@@ -118,31 +151,30 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
   const int frames = frames_for_samples(static_cast<int64_t>(samples));
   try {
     // The engine reads each window where its job keeps it (no 640 KB copy per window here).
-    windows_.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) windows_[static_cast<size_t>(i)] = batch[i].job.samples.data();
+    lane.windows.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) lane.windows[static_cast<size_t>(i)] = batch[i].job.samples.data();
     // Grown, never shrunk (resize() zeroes what it adds back).
-    if (logprobs_.size() < static_cast<size_t>(n) * frames * kClasses)
-      logprobs_.resize(static_cast<size_t>(n) * frames * kClasses);
+    if (lane.logprobs.size() < static_cast<size_t>(n) * frames * kClasses)
+      lane.logprobs.resize(static_cast<size_t>(n) * frames * kClasses);
   } catch (const std::exception& e) {
     failure = e.what();  // out of memory: this batch's channels fail, the worker goes on
   }
   if (failure.empty())
-    failure = forward(n, samples, batch.front().submitted, members, &unavailable);
+    failure = forward(lane, n, samples, batch.front().submitted, members, &unavailable);
 
-  // Stitching needs no lock: each timeline is this thread's while its channel has windows in
+  // Stitching needs no lock: each timeline is this lane's while its channel has windows in
   // flight. A channel reset meanwhile only wastes the work; its results are dropped below.
   std::vector<std::vector<SpeakerChange>> changes(members.size());
   std::vector<std::string> stitch_failure(members.size());
   VoiceRound voice;
   if (failure.empty()) {
-    std::lock_guard<std::mutex> voice_lock(voice_mutex_);
     std::vector<ChannelWindows> work(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
       work[m].channel = members[m].first.get();
       for (int i = 0; i < n; ++i)
         if (batch[i].channel == members[m].first)
           work[m].windows.push_back(
-              {&batch[i].job, &logprobs_[static_cast<size_t>(i) * frames * kClasses]});
+              {&batch[i].job, &lane.logprobs[static_cast<size_t>(i) * frames * kClasses]});
     }
     voice = stitch(work, frames);
     for (size_t m = 0; m < members.size(); ++m) {
@@ -153,6 +185,7 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
 
   const auto now = Clock::now();
   lock.lock();
+  --running_;
   ++batches_;
   last_batch_ = n;
   max_batch_ = std::max(max_batch_, n);
@@ -192,15 +225,18 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock) {
     }
     c.wake_host.notify_all();
   }
+  // The channels of this batch are free for the other lanes again.
+  if (lanes_.size() > 1) wake_worker_.notify_all();
 }
 
 std::string SharedScheduler::forward(
-    int n, size_t samples, Clock::time_point oldest,
+    Lane& lane, int n, size_t samples, Clock::time_point oldest,
     const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members, bool* unavailable) {
   auto backoff = kFirstRetry;
   for (;;) {
     try {
-      engine_->forward_windows(windows_.data(), n, static_cast<int>(samples), logprobs_.data());
+      lane.engine->forward_windows(lane.windows.data(), n, static_cast<int>(samples),
+                                   lane.logprobs.data());
       std::lock_guard<std::mutex> lock(mutex_);
       outage_.clear();
       return "";
@@ -228,11 +264,12 @@ int SharedScheduler::embed(const std::vector<const UtteranceRequest*>& requests,
   auto backoff = kFirstRetry;
   for (;;) {
     try {
+      std::lock_guard<std::mutex> voice_lock(voice_mutex_);
       return embed_utterances(*voice_, requests, embeddings, kVoiceBatch);
     } catch (const EngineUnavailable&) {
       if (Clock::now() - since >= outage_wait_) throw;
-      // Under voice_mutex_ only: mutex_ may not be taken here (finish() takes the two the other
-      // way round), so the wait is a plain sleep, bounded by outage_wait_.
+      // mutex_ may not be taken here (finish() takes it before voice_mutex_, and a lane may
+      // stitch while a host finishes), so the wait is a plain sleep, bounded by outage_wait_.
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, kLastRetry);
     }
@@ -380,7 +417,7 @@ void SharedSegmenterChannel::submit(WindowJob job) {
   } else if (static_cast<int>(c.queue.size()) >= c.max_queue) {
     // Back-pressure: the worker must not hold a full queue back for a fuller batch.
     ++c.waiting_hosts;
-    s.wake_worker_.notify_one();
+    s.wake_worker_.notify_all();
     c.wake_host.wait(
         lock, [&] { return static_cast<int>(c.queue.size()) < c.max_queue || !c.error.empty(); });
     --c.waiting_hosts;
@@ -388,7 +425,7 @@ void SharedSegmenterChannel::submit(WindowJob job) {
   }
   const auto now = SharedScheduler::Clock::now();
   c.queue.push_back({std::move(job), s.next_seq_++, now, now + c.max_wait});
-  s.wake_worker_.notify_one();
+  s.wake_worker_.notify_all();
 }
 
 std::vector<SpeakerChange> SharedSegmenterChannel::take_changes() {
@@ -401,7 +438,7 @@ std::vector<SpeakerChange> SharedSegmenterChannel::take_changes() {
 void SharedSegmenterChannel::wait_idle(std::unique_lock<std::mutex>& lock) {
   auto& c = *channel_;
   ++c.waiting_hosts;
-  scheduler_->wake_worker_.notify_one();
+  scheduler_->wake_worker_.notify_all();
   c.wake_host.wait(lock, [&] { return (c.queue.empty() || !c.error.empty()) && c.in_flight == 0; });
   --c.waiting_hosts;
 }
@@ -476,6 +513,11 @@ int64_t SharedScheduler::Channel::uncovered_samples() const {
 std::string SharedScheduler::outage() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return outage_;
+}
+
+int SharedScheduler::max_in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return max_running_;
 }
 
 std::string SharedSegmenterChannel::outage() const {

@@ -3,6 +3,12 @@
 // windows of all channels together, up to `batch_size` per forward call, so that N live channels
 // cost one model and one batched inference instead of N.
 //
+// Batches in flight: given several engines (one per lane: a CUDA engine each with its own stream,
+// staging buffers and graphs, a remote engine each with its own requests), each lane has a worker
+// of its own, and one lane assembles, stitches and hands back a batch while another's runs. A
+// channel's windows are in one lane at a time, so each timeline still takes its windows in order
+// and from one thread at a time; the voice encoder, one for all lanes, runs one call at a time.
+//
 // Each channel keeps its own SpeakerTimeline: the engine's outputs go back to the channel whose
 // window they came from, in that channel's submission order, so channels never see each other's
 // speakers. make_async_segmenter() (async_segmenter.h) is the one-channel case with a private
@@ -49,6 +55,10 @@ class SharedScheduler {
   SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
                   double outage_wait = kDefaultOutageWait);
+  // One lane per engine (at least one; all of one model and kind): batches in flight at once.
+  SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>> engines, int batch_size,
+                  std::unique_ptr<VoiceEncoder> voice = nullptr,
+                  double outage_wait = kDefaultOutageWait);
   static constexpr double kDefaultOutageWait = 10;
   // The waits between retries of an engine that is unavailable: doubling from the first to the
   // last.
@@ -57,8 +67,10 @@ class SharedScheduler {
   SharedScheduler(const SharedScheduler&) = delete;
   SharedScheduler& operator=(const SharedScheduler&) = delete;
 
-  std::string description() const { return engine_->description(); }
+  std::string description() const;
   int batch_size() const { return batch_size_; }
+  // Batches that may be in flight at once: one per engine.
+  int lanes() const { return static_cast<int>(lanes_.size()); }
 
   // For operators and tests: forward calls so far, the size of the last and of the largest one,
   // the channels registered and the windows waiting across all of them.
@@ -75,6 +87,8 @@ class SharedScheduler {
   int max_voice_batch() const;
   // Why the engine is unavailable now ("" while it answers).
   std::string outage() const;
+  // The most batches that have run at once (at most lanes()).
+  int max_in_flight() const;
 
  private:
   friend class SharedSegmenterChannel;
@@ -101,6 +115,7 @@ class SharedScheduler {
     Clock::duration max_wait{};
     int waiting_hosts = 0;  // hosts blocked on this channel: the worker must not hold its windows
     int in_flight = 0;      // windows of this channel in the batch being run
+    int lane = -1;          // the lane running them (while in_flight > 0)
     Clock::time_point in_flight_since;
     uint64_t generation = 0;  // bumped by reset(): results of older windows are discarded
     uint64_t dropped = 0, processed = 0;  // dropped: inference fell behind a live stream
@@ -138,12 +153,26 @@ class SharedScheduler {
   // at once, few enough that the CPU encoder's scratch (1 024 gate values per frame) stays small.
   static constexpr int kVoiceBatch = 64;
 
-  void loop();
-  void run_batch(std::unique_lock<std::mutex>& lock);
-  // Runs the engine on the batch in windows_, retrying while it is unavailable and the batch may
-  // wait (its oldest window younger than outage_wait_, some member not reset meanwhile). Returns
-  // "" or why it failed; `unavailable` says whether that was an outage. Called without the lock.
-  std::string forward(int n, size_t samples, Clock::time_point oldest,
+  // One engine and the buffers of the batch it runs: the lane's worker's alone.
+  struct Lane {
+    std::unique_ptr<SegmentationEngine> engine;
+    std::vector<const float*> windows;  // each batched window where its job keeps it
+    std::vector<float> logprobs;
+    std::thread worker;
+  };
+  // Whether `c` has windows that lane `lane` may take now: queued, not failed, none running in
+  // another lane.
+  static bool takes(const Channel& c, int lane) {
+    return !c.queue.empty() && c.error.empty() && (c.in_flight == 0 || c.lane == lane);
+  }
+
+  void loop(int lane);
+  void run_batch(std::unique_lock<std::mutex>& lock, int lane);
+  // Runs the lane's engine on the batch in its windows, retrying while it is unavailable and the
+  // batch may wait (its oldest window younger than outage_wait_, some member not reset
+  // meanwhile). Returns "" or why it failed; `unavailable` says whether that was an outage.
+  // Called without the lock.
+  std::string forward(Lane& lane, int n, size_t samples, Clock::time_point oldest,
                       const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members,
                       bool* unavailable);
   // Stitches each channel's windows into its timeline. Timelines that wait for a voice embedding
@@ -155,24 +184,24 @@ class SharedScheduler {
   int embed(const std::vector<const UtteranceRequest*>& requests,
             std::vector<std::vector<float>>& embeddings);
 
-  std::unique_ptr<SegmentationEngine> engine_;
+  std::vector<Lane> lanes_;
   const int batch_size_;
   const Clock::duration outage_wait_;
   std::string outage_;  // guarded by mutex_
   std::unique_ptr<VoiceEncoder> voice_;
-  std::mutex voice_mutex_;  // held while a timeline runs voice_ (stitching, finish)
+  std::mutex voice_mutex_;  // held while voice_ runs (a lane's embeddings, a host's finish)
 
   mutable std::mutex mutex_;
+  // Always notified to all: a lane waiting out an outage's backoff on it must not swallow the
+  // wake-up an idle lane needs.
   std::condition_variable wake_worker_;
   std::vector<std::shared_ptr<Channel>> channels_;
   uint64_t next_seq_ = 0, batches_ = 0;
+  int running_ = 0, max_running_ = 0;  // batches between assembly and hand-back
   int last_batch_ = 0, max_batch_ = 0;
   uint64_t voice_calls_ = 0, voice_utterances_ = 0;
   int max_voice_batch_ = 0;
   bool stop_ = false;
-  std::vector<const float*> windows_;  // the worker's: each batched window where its job keeps it
-  std::vector<float> logprobs_;        // the worker's
-  std::thread worker_;
 };
 
 struct SharedChannelOptions {

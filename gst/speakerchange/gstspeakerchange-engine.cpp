@@ -197,16 +197,26 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     key.kind = speakerseg::engine_kind_name(factory->kind());
     key.options = factory->identity() + ";outage-wait=" + std::to_string(p.outage_wait) +
                   ";batch-size=" + std::to_string(engine_batch) +
+                  ";batches-in-flight=" + std::to_string(p.batches_in_flight) +
                   (p.reidentify ? ";voice-model=" + p.voice_model : "");
+    // One engine per batch in flight; what the first one reported (a fallback, say) holds for
+    // all, so the others' reports are kept only when they fail.
+    int made = 0;
     try {
       s->scheduler = speakerseg::EnginePool::instance().get(
           key, engine_batch,
           [&] {
-            auto engine = create_engine(self, p, *factory, engine_batch, reports);
-            if (!engine) throw EngineNotCreated();  // `reports` says why
+            Reports again;
+            auto engine =
+                create_engine(self, p, *factory, engine_batch, made++ == 0 ? reports : again);
+            if (!engine) {
+              reports.insert(reports.end(), again.begin(), again.end());
+              throw EngineNotCreated();  // `reports` says why
+            }
             return engine;
           },
-          p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr, p.outage_wait);
+          p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr, p.outage_wait,
+          p.batches_in_flight);
     } catch (const EngineNotCreated&) {
     } catch (const std::exception& e) {
       const std::string what = e.what();

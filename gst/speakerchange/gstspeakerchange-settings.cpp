@@ -42,6 +42,7 @@ enum {
   PROP_COMPAT_RSTRANSCRIBE,
   PROP_SHARED_ENGINE,
   PROP_MAX_BATCH_WAIT,
+  PROP_BATCHES_IN_FLIGHT,
   PROP_STATS_INTERVAL,
   PROP_REIDENTIFY,
   PROP_VOICE_MODEL,
@@ -374,6 +375,21 @@ void install_properties(GObjectClass* gobject_class) {
                           "batch (0 = run as soon as the worker is free; shared engine only)",
                           0.0, 10.0, kDefaultMaxBatchWait, kReadyFlags));
   /**
+   * GstSpeakerChange:batches-in-flight:
+   *
+   * With #GstSpeakerChange:shared-engine, how many batches may run at once, each on an engine of
+   * its own (a CUDA stream with its buffers and graphs, or a remote engine's requests), so that
+   * one batch is assembled, stitched and handed back while another runs. Part of what the shared
+   * engine is keyed by. With the CPU engine each has its own #GstSpeakerChange:threads. Ignored
+   * with an own engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_BATCHES_IN_FLIGHT,
+      g_param_spec_int("batches-in-flight", "Batches in flight",
+                       "Batches the shared engine may run at once, each on an engine of its own "
+                       "(shared engine only)",
+                       1, 8, 1, kReadyFlags));
+  /**
    * GstSpeakerChange:stats-interval:
    *
    * Post a `speaker-change-stats` element message every this many seconds of stream time
@@ -590,6 +606,9 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_MAX_BATCH_WAIT:
       p.max_batch_wait = g_value_get_double(value);
       break;
+    case PROP_BATCHES_IN_FLIGHT:
+      p.batches_in_flight = g_value_get_int(value);
+      break;
     case PROP_STATS_INTERVAL:
       p.stats_interval = g_value_get_double(value);
       break;
@@ -679,6 +698,9 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_MAX_BATCH_WAIT:
       g_value_set_double(value, p.max_batch_wait);
+      break;
+    case PROP_BATCHES_IN_FLIGHT:
+      g_value_set_int(value, p.batches_in_flight);
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_double(value, p.stats_interval);

@@ -138,6 +138,10 @@
  * Queue sizes, dropping and back-pressure follow the element's mode as with an own engine. The
  * engine is created when the first such element starts and freed when the last one stops. With
  * %FALSE each element loads its own model and runs its own worker.
+ * #GstSpeakerChange:batches-in-flight above 1 (also part of the key) gives the shared engine that
+ * many engines and workers, so that one batch is assembled, stitched and handed back while
+ * another runs (on a GPU, on its own CUDA stream); a stream's windows are in one batch at a time,
+ * so each stream's results stay in order.
  *
  * ## Statistics
  *

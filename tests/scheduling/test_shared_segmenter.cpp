@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/test_env.h"
@@ -342,6 +344,13 @@ TEST(SharedSegmenter, EnginePoolSharesPerKeyAndFreesWithTheLastUser) {
       EngineError);
   EXPECT_EQ(pool.size(), 1u);
   EXPECT_EQ(&EnginePool::instance(), &EnginePool::instance());
+
+  // Batches in flight: one engine per lane, made by the factory, under a key of their own.
+  const EngineKey two{"model.onnx", "cpu", "", "threads=1;batches-in-flight=2"};
+  auto lanes = pool.get(two, 4, factory, nullptr, SharedScheduler::kDefaultOutageWait, 2);
+  EXPECT_EQ(made, 5);
+  EXPECT_EQ(lanes->lanes(), 2);
+  EXPECT_EQ(again->lanes(), 1);
 }
 
 TEST(SharedSegmenter, LoneWindowRunsAtItsDeadlineWithoutAFullBatch) {
@@ -595,6 +604,116 @@ TEST(SharedSegmenter, VoiceErrorFailsTheWaitingChannelAndFinishDoesNotThrow) {
   SharedSegmenterChannel without(scheduler, plain, SharedChannelOptions{4, false, 0});
   expect_same(stream(without, audio, plain), alone(audio, plain), "the channel without voice");
   EXPECT_TRUE(without.error().empty()) << without.error();
+}
+
+}  // namespace
+}  // namespace speakerseg
+
+namespace speakerseg {
+namespace {
+
+// Holds the first forward call of any of its engines until a second one has begun too (or 60 s
+// have passed): two batches are then in flight at once, or the test sees that they never were.
+struct Rendezvous {
+  std::mutex mutex;
+  std::condition_variable met_cv;
+  int entered = 0;
+  bool met = false;
+};
+
+class RendezvousEngine : public SegmentationEngine {
+ public:
+  RendezvousEngine(std::unique_ptr<SegmentationEngine> inner, std::shared_ptr<Rendezvous> r)
+      : inner_(std::move(inner)), r_(std::move(r)) {}
+  std::string description() const override { return inner_->description(); }
+  void forward(const float* audio, int batch, int samples, float* logprobs) override {
+    {
+      std::unique_lock<std::mutex> lock(r_->mutex);
+      if (++r_->entered >= 2) r_->met = true;
+      r_->met_cv.notify_all();
+      r_->met_cv.wait_for(lock, std::chrono::seconds(60), [&] { return r_->met; });
+    }
+    inner_->forward(audio, batch, samples, logprobs);
+  }
+
+ private:
+  std::unique_ptr<SegmentationEngine> inner_;
+  std::shared_ptr<Rendezvous> r_;
+};
+
+std::vector<std::unique_ptr<SegmentationEngine>> two_lanes(std::shared_ptr<Rendezvous> r = {}) {
+  std::vector<std::unique_ptr<SegmentationEngine>> engines;
+  for (int i = 0; i < 2; ++i)
+    engines.push_back(r ? std::make_unique<RendezvousEngine>(cpu_engine(), r) : cpu_engine());
+  return engines;
+}
+
+// One channel's batch runs in one lane while another channel's batch runs in the other: the first
+// window's forward call can only return once the second one's has begun.
+TEST(SharedSegmenter, TwoBatchesAreInFlightAtOnce) {
+  const auto audio = reference_recording();
+  StreamSettings s;
+  auto rendezvous = std::make_shared<Rendezvous>();
+  auto scheduler = std::make_shared<SharedScheduler>(two_lanes(rendezvous), 1);
+  EXPECT_EQ(scheduler->lanes(), 2);
+  EXPECT_NE(scheduler->description().find("2 batches in flight"), std::string::npos)
+      << scheduler->description();
+  SharedSegmenterChannel a(scheduler, s, SharedChannelOptions{4, false, 0}),
+      b(scheduler, s, SharedChannelOptions{4, false, 0});
+  WindowBuffer wb(kWindowSamples, step_samples(s));
+  std::vector<WindowJob> windows;
+  wb.push(audio.data(), 11 * kSampleRate, [&](WindowJob&& w) { windows.push_back(std::move(w)); });
+  ASSERT_GE(windows.size(), 1u);
+  a.submit(windows[0]);
+  b.submit(windows[0]);
+  a.drain();
+  b.drain();
+  EXPECT_TRUE(rendezvous->met) << "the second batch never began while the first one ran";
+  EXPECT_EQ(scheduler->max_in_flight(), 2);
+  EXPECT_EQ(scheduler->batches_run(), 2u);
+  EXPECT_EQ(a.processed_windows(), 1u);
+  EXPECT_EQ(b.processed_windows(), 1u);
+}
+
+// With two lanes each channel's windows still reach its timeline in order and from one thread at
+// a time: three different streams, side by side, give what each gives alone.
+TEST(SharedSegmenter, BatchesInFlightGiveWhatEachStreamGivesAlone) {
+  const auto recordings = three_recordings();
+  StreamSettings s;
+  auto scheduler = std::make_shared<SharedScheduler>(two_lanes(), 2);
+  std::vector<std::vector<SpeakerChange>> got(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] {
+      SharedSegmenterChannel c(scheduler, s, SharedChannelOptions{4, false, 0});
+      got[i] = stream(c, recordings[i], s);
+      EXPECT_TRUE(c.error().empty()) << c.error();
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i)
+    expect_same(got[i], alone(recordings[i], s), "recording " + std::to_string(i));
+  std::printf("[ lanes    ] %llu forward calls, at most %d in flight at once\n",
+              static_cast<unsigned long long>(scheduler->batches_run()),
+              scheduler->max_in_flight());
+}
+
+// Identity by voice with two lanes: the one voice encoder serves both, one call at a time, and
+// three channels side by side give what one gives alone.
+TEST(SharedSegmenter, BatchesInFlightShareTheVoiceEncoder) {
+  const VoiceCase& v = twenty_seconds();
+  ASSERT_FALSE(v.alone.empty());
+  auto scheduler = std::make_shared<SharedScheduler>(two_lanes(), 2, cpu_voice());
+  std::vector<std::vector<SpeakerChange>> got;
+  std::vector<std::thread> threads;
+  stream_side_by_side(scheduler, v.audio, v.settings, 3, &threads, &got);
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(got[i].size(), v.alone.size()) << "channel " << i;
+    for (size_t k = 0; k < v.alone.size(); ++k) {
+      EXPECT_EQ(got[i][k].sample, v.alone[k].sample) << "channel " << i << ", change " << k;
+      EXPECT_EQ(got[i][k].speaker, v.alone[k].speaker) << "channel " << i << ", change " << k;
+    }
+  }
 }
 
 }  // namespace
