@@ -4,11 +4,19 @@
 // stitching, turns, identity): its own ceiling in channels per core, which no engine speed can
 // raise (issue 36 §3). Its answers are the model's, of the same recording, but not of the window
 // asked: the channels' windows start anywhere in it.
+//
+// With a device time (`speakerseg live --replay-device-ms FIXED,PER_WINDOW`) each call also sleeps
+// FIXED + PER_WINDOW x batch milliseconds after its copy: a model of an engine whose host thread
+// waits for a device without using a core, so that what batches in flight overlap can be seen
+// without the device. A model, not a measurement of any GPU.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,18 +25,29 @@
 
 namespace speakerseg {
 
+// Milliseconds a modelled device takes per call: fixed + per_window x batch.
+struct ReplayDeviceTime {
+  double fixed_ms = 0, per_window_ms = 0;
+};
+
 class ReplayEngine final : public SegmentationEngine {
  public:
+  using DeviceTime = ReplayDeviceTime;
   // `logprobs`: [windows][frames_for_samples(kWindowSamples)][kClasses], computed by `source`.
-  ReplayEngine(std::shared_ptr<const std::vector<float>> logprobs, std::string source)
-      : logprobs_(std::move(logprobs)), source_(std::move(source)) {
+  ReplayEngine(std::shared_ptr<const std::vector<float>> logprobs, std::string source,
+               DeviceTime device = {})
+      : logprobs_(std::move(logprobs)), source_(std::move(source)), device_(device) {
     if (logprobs_->empty() || logprobs_->size() % per_window() != 0)
       throw EngineError("replay: no whole windows of log-probabilities to replay");
   }
 
   std::string description() const override {
+    char d[96] = "";
+    if (device_.fixed_ms > 0 || device_.per_window_ms > 0)
+      std::snprintf(d, sizeof d, ", a modelled device time of %g ms + %g ms a window",
+                    device_.fixed_ms, device_.per_window_ms);
     return "replay of " + std::to_string(logprobs_->size() / per_window()) +
-           " windows computed by " + source_;
+           " windows computed by " + source_ + d;
   }
 
   void forward(const float*, int batch, int samples, float* out) override {
@@ -42,6 +61,8 @@ class ReplayEngine final : public SegmentationEngine {
       std::copy_n(logprobs_->data() + w * per_window(), per_window(),
                   out + static_cast<size_t>(i) * per_window());
     }
+    const double ms = device_.fixed_ms + device_.per_window_ms * batch;
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
   }
 
  private:
@@ -51,6 +72,7 @@ class ReplayEngine final : public SegmentationEngine {
 
   std::shared_ptr<const std::vector<float>> logprobs_;
   std::string source_;
+  DeviceTime device_;
   std::atomic<size_t> next_{0};
 };
 

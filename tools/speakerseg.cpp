@@ -114,6 +114,7 @@ constexpr const char* kValued[] = {"batch",
                                    "precision",
                                    "remote-model",
                                    "remote-voice-model",
+                                   "replay-device-ms",
                                    "rttm",
                                    "runs",
                                    "seconds",
@@ -645,6 +646,22 @@ int cmd_live(const Args& a) {
   // at once during the run (tools/replay_engine.h): the host side's own ceiling.
   std::shared_ptr<const std::vector<float>> replayed;
   std::string replay_source;
+  ReplayEngine::DeviceTime device_time;
+  if (a.flag("replay-device-ms")) {
+    const std::string v = a.get("replay-device-ms", "");
+    const auto comma = v.find(',');
+    try {
+      device_time = {std::stod(v.substr(0, comma)),
+                     comma == std::string::npos ? 0.0 : std::stod(v.substr(comma + 1))};
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--replay-device-ms wants FIXED,PER_WINDOW milliseconds, got '" +
+                                  v + "'");
+    }
+    if (device_time.fixed_ms < 0 || device_time.per_window_ms < 0 || !a.flag("replay"))
+      throw std::invalid_argument(
+          "--replay-device-ms wants --replay and two milliseconds of at least 0 "
+          "(FIXED,PER_WINDOW)");
+  }
   if (a.flag("replay")) {
     auto engine = engines.segmentation(model, 32);
     replay_source = engine->description();
@@ -652,7 +669,7 @@ int cmd_live(const Args& a) {
         window_logprobs(*engine, audio, kSampleRate, 32));
   }
   auto segmentation = [&](int max_batch) -> std::unique_ptr<SegmentationEngine> {
-    if (replayed) return std::make_unique<ReplayEngine>(replayed, replay_source);
+    if (replayed) return std::make_unique<ReplayEngine>(replayed, replay_source, device_time);
     return engines.segmentation(model, max_batch);
   };
   settings.identity.enabled = a.flag("reidentify");
@@ -804,7 +821,8 @@ const Command kCommands[] = {
     {"live", cmd_live, true,
      "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
      "                    [--own] [--batch N] [--in-flight N] [--threads N] [--feeders N]\n"
-     "                    [--input FILE.wav] [--reidentify [--voice-model V]] [--replay]\n"
+     "                    [--input FILE.wav] [--reidentify [--voice-model V]]\n"
+     "                    [--replay [--replay-device-ms FIXED,PER_WINDOW]]\n"
      "      N live channels in real time through the element's streaming logic without GStreamer\n"
      "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
      "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
@@ -812,7 +830,9 @@ const Command kCommands[] = {
      "      engine's answers for the input's windows are computed first and handed out at once\n"
      "      during the run, so that only the host side is measured (its own ceiling).\n"
      "      --in-flight N: the shared engine runs up to N batches at once, each on an engine\n"
-     "      of its own (with --threads each), as the element's batches-in-flight does.\n"},
+     "      of its own (with --threads each), as the element's batches-in-flight does.\n"
+     "      --replay-device-ms FIXED,PER_WINDOW: each replayed batch also waits that long, a\n"
+     "      model of a device's time that uses no core (what batches in flight overlap).\n"},
     {"voiceprint", cmd_voiceprint, true,
      "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
      "                    --output OUT.npy [--voice-model V] [--threads N]\n"

@@ -93,9 +93,15 @@ void SharedScheduler::loop(int lane) {
       // Each channel's queue is in submission order with one max_wait, so its front is due first.
       due = std::min(due, c->queue.front().due);
     }
+    const bool full = static_cast<int>(waiting) >= batch_size_;
     if (waiting == 0) {
       wake_worker_.wait(lock);
-    } else if (static_cast<int>(waiting) < batch_size_ && !hurry && Clock::now() < due) {
+    } else if (running_ > 0 && !full && !hurry) {
+      // Another lane's batch is in flight: a second one starts only with a full batch, since
+      // small batches beside it would split the load into more, smaller and dearer passes. A
+      // full batch, a waiting host or the end of that batch ends the wait.
+      wake_worker_.wait(lock);
+    } else if (!full && !hurry && Clock::now() < due) {
       // A new window, a waiting host or the deadline ends the wait; the loop then re-decides.
       wake_worker_.wait_until(lock, due);
     } else {

@@ -5,9 +5,12 @@
 //
 // Batches in flight: given several engines (one per lane: a CUDA engine each with its own stream,
 // staging buffers and graphs, a remote engine each with its own requests), each lane has a worker
-// of its own, and one lane assembles, stitches and hands back a batch while another's runs. A
-// channel's windows are in one lane at a time, so each timeline still takes its windows in order
-// and from one thread at a time; the voice encoder, one for all lanes, runs one call at a time.
+// of its own, and one lane assembles, stitches and hands back a batch while another's runs. While
+// a batch is in flight another starts only when a full batch waits (or a host waits): under light
+// load one lane runs what there is at once, under heavy load the lanes run full batches side by
+// side. A channel's windows are in one lane at a time, so each timeline still takes its windows
+// in order and from one thread at a time; the voice encoder, one for all lanes, runs one call at
+// a time.
 //
 // Each channel keeps its own SpeakerTimeline: the engine's outputs go back to the channel whose
 // window they came from, in that channel's submission order, so channels never see each other's

@@ -4,7 +4,9 @@
   /usr/bin/python3 scripts/benchmarks/capacity.py [--shared on off] [--seconds 60] [--warmup 20]
                                                   [--core] [--start 8] [--max 1024] [--step 1]
                                                   [--latency 2] [--replay] [--threads-shared 2]
-                                                  [--threads-own 1] [NAME=VALUE ...]
+                                                  [--threads-own 1] [--in-flight 1]
+                                                  [--feeders 1] [--batch 32]
+                                                  [--device-ms FIXED,PER_WINDOW] [NAME=VALUE ...]
 
 Every trial runs N channels in one pipeline of a fresh process (this script with --trial N):
 per channel  appsrc (is-live, 100 ms buffers, min-latency 100 ms) ! speakerchange ! fakesink
@@ -22,6 +24,11 @@ within the element's latency promise + 0.5 s, with no audio skipped.
 scheduler without GStreamer, one process; its added delay is measured the same way), which is how
 the GPU check measures the CUDA engine where GStreamer is not installed. --core --replay hands out
 the engine's answers, computed before the trial, at once: the host side's own ceiling.
+--in-flight N gives the shared engine N engines with a batch in flight each (the element's
+batches-in-flight, `speakerseg live --in-flight`); --feeders N (with --core) feeds the channels
+from N threads, as N streaming threads would; --batch N (with --core) is the shared engine's batch;
+--device-ms FIXED,PER_WINDOW (with --core --replay) makes each replayed batch wait as a device
+would, without using a core (`speakerseg live --replay-device-ms`): a model, not a GPU.
 
 The search doubles N from --start until a trial fails, then bisects to within 1/16 of N. One line
 of JSON per trial, then a table with the largest N per configuration and the ratio. Any further
@@ -31,7 +38,6 @@ runs for minutes and needs the machine to itself.
 import argparse
 import json
 import os
-import pathlib
 import subprocess
 import sys
 import threading
@@ -168,12 +174,16 @@ def run_trial(a, n, shared):
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
                "--engine", a.engine, "--threads",
                str(a.threads_shared if shared == "on" else a.threads_own), "--precision", a.precision] + (
-                   ["--own"] if shared == "off" else []) + (["--replay"] if a.replay else [])
+                   ["--own"] if shared == "off" else []) + (["--replay"] if a.replay else []) + [
+                   "--in-flight", str(a.in_flight), "--feeders", str(a.feeders)] + (
+                   ["--batch", str(a.batch)] if a.batch else []) + (
+                   ["--replay-device-ms", a.device_ms] if a.device_ms else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
                "--slack", str(a.slack), "--threads-shared", str(a.threads_shared),
-               "--threads-own", str(a.threads_own)] + a.props
+               "--threads-own", str(a.threads_own)] + a.props + (
+                   [f"batches-in-flight={a.in_flight}"] if a.in_flight > 1 else [])
     out = subprocess.run(cmd, capture_output=True, text=True)
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or not lines:
@@ -226,6 +236,12 @@ def main():
     ap.add_argument("--replay", action="store_true",
                     help="with --core: the engine's answers computed first and replayed at once "
                          "(speakerseg live --replay): the host side's own ceiling")
+    ap.add_argument("--in-flight", type=int, default=1,
+                    help="batches the shared engine runs at once, each on an engine of its own")
+    ap.add_argument("--feeders", type=int, default=1,
+                    help="with --core: threads that feed the channels their buffers")
+    ap.add_argument("--batch", type=int, help="with --core: the shared engine's batch size")
+    ap.add_argument("--device-ms", help="with --core --replay: FIXED,PER_WINDOW ms a batch waits")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")

@@ -8,7 +8,8 @@
 #                codecs it links, the OpenCL loader oneDNN links, GoogleTest (static), and pkgconf
 #                (meson's dependency() asks pkg-config).
 #   meson-*.whl  meson, a pure-Python wheel from PyPI (MESON_VERSION).
-#   data.tar.xz  models/segmentation-3.0.onnx with its licence, the parity tests' reference
+#   data.tar.xz  models/segmentation-3.0.onnx with its licence (and its weights as an .npz for the
+#                PyTorch peer, scripts/benchmarks/pyannet_torch.py), the parity tests' reference
 #                tensors (build/tests/reference: ONNX Runtime's outputs on real speech) and
 #                sample.wav with its licence (the benchmark's windows).
 #   MANIFEST.txt package versions, checksums and sizes.
@@ -108,6 +109,9 @@ fi
 
 mkdir -p "$stage/data/model" "$stage/data/reference" "$stage/data/reference-voice" "$stage/data/audio"
 cp "$MODEL" models/LICENSE-segmentation-3.0.txt "$stage/data/model/"
+# The same weights for the GPU check's PyTorch peer, where the onnx package may be missing.
+.venv/bin/python3 scripts/benchmarks/pyannet_torch.py --model "$MODEL" \
+  --export-weights "$stage/data/model/pyannet-weights.npz"
 cp "$VOICE_MODEL" models/LICENSE-voice-encoder-ge2e.txt "$stage/data/model/"
 cp "$VOICE_REFERENCE"/*.npy "$VOICE_REFERENCE/manifest.txt" "$stage/data/reference-voice/"
 cp "$REFERENCE"/*.npy "$REFERENCE"/*.onnx "$REFERENCE/manifest.txt" "$stage/data/reference/"

@@ -16,6 +16,8 @@
 #               flight (speakerseg live --in-flight);
 #   table       per-forward median and p99, windows/s, engine start-up, batch 1, 8, 32, 128, 512 x
 #               each LSTM algorithm, graphs on, and the CPU engine on the same windows;
+#   peer        pyannote's PyanNet in PyTorch (scripts/benchmarks/pyannet_torch.py, the image's
+#               torch) on the same windows: parity, fp32/default/graph/fp16 rows, ours / PyTorch;
 #   voice       the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
 #   sanitizer   compute-sanitizer memcheck, then initcheck, on a few GPU tests;
 #   long-table  batches 2, 4, 16, 64, 256 graphs on, every batch graphs off, 5 000 live channels
@@ -36,7 +38,7 @@
 #   GPU_CHECK_OUT     where gpu-check.txt and gpu-check-logs.tar.gz go (default GPU_CHECK_DIR/results;
 #                     on the device tool: $OUT)
 #   GPU_CHECK_BUDGET  seconds for the whole run, build included (default 300)
-#   GPU_CHECK_PHASES  which phases run (default "tests live table voice sanitizer long-table"); a
+#   GPU_CHECK_PHASES  which phases run (default "tests live table peer voice sanitizer long-table"); a
 #                     rerun of what a first run skipped names only those
 #   GPU_CHECK_ROW_TIMEOUT  at most this many seconds per benchmark row (default 60)
 #   CUDNN_ROOT / CUDA_HOME  where cuDNN or the toolkit are, where the search below misses them
@@ -47,7 +49,7 @@ BUNDLE=$(realpath -m "${GPU_BUNDLE:-.gpu-bundle}")
 WORK=$(realpath -m "${GPU_CHECK_DIR:-build-gpu-check}")
 RESULTS=$(realpath -m "${GPU_CHECK_OUT:-$WORK/results}")
 BUDGET=${GPU_CHECK_BUDGET:-300}
-PHASES=" ${GPU_CHECK_PHASES:-tests live table voice sanitizer long-table} "
+PHASES=" ${GPU_CHECK_PHASES:-tests live table peer voice sanitizer long-table} "
 ROW_TIMEOUT=${GPU_CHECK_ROW_TIMEOUT:-60}
 BUILD_ONLY=0
 # --build-only has no budget: its tests must run however long a slow machine takes to build.
@@ -498,6 +500,34 @@ rows() {
 if begin table 90 30; then
   table_header
   rows "1 8 32 128 512" on cpu
+  end_phase
+fi
+
+# --- 5b. The peer: pyannote's PyanNet in PyTorch on the same GPU and windows (issue 36 §5) -------
+# scripts/benchmarks/pyannet_torch.py, with the weights the bundle exported from the same model;
+# torch is the GPU image's, not the project's. Its parity with ONNX Runtime first, then its rows,
+# then ours / PyTorch fp32 at each batch the table measured.
+torch_python=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
+  command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' 2>/dev/null && echo "$py" && break
+done)
+if begin peer 60 30; then
+  if [ -z "$torch_python" ]; then
+    say "peer: no Python here imports torch; PyTorch's rows not measured"
+  else
+    timeout -k 5 "$(remaining)" "$torch_python" scripts/benchmarks/pyannet_torch.py --device cuda \
+      --batch 1 32 512 --seconds 1 --weights "$DATA/model/pyannet-weights.npz" \
+      --reference "$DATA/reference" >"$LOGS/peer.log" 2>&1
+    [ $? = 124 ] && say "peer: stopped at the end of the slice"
+    grep -v '^{"engine"' "$LOGS/peer.log" | tail -n 20
+    for batch in 1 32 512; do
+      theirs=$(grep "\"engine\": \"pytorch fp32\", \"batch\": $batch," "$LOGS/peer.log" |
+        sed -n 's/.*"median_ms": \([0-9.]*\).*/\1/p')
+      ours=${best_ms["$batch on"]:-}
+      [ -n "$theirs" ] && [ -n "$ours" ] &&
+        echo "batch $batch: ours ${best["$batch on"]} $ours ms, PyTorch fp32 $theirs ms:" \
+          "ours takes $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')x PyTorch's time"
+    done
+  fi
   end_phase
 fi
 
