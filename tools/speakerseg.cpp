@@ -80,8 +80,9 @@ std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
 
 // Every option of every command: a misspelt one is an error, not a setting silently left at its
 // default (an option a command does not use is still ignored).
-constexpr const char* kFlags[] = {"json", "no-cuda-graphs", "offline", "own",  "profile",
-                                  "raw",  "reidentify",     "replay",  "tf32", "verbose"};
+constexpr const char* kFlags[] = {
+    "json", "lstm-seq-major", "no-cuda-graphs", "offline", "own",    "profile",
+    "raw",  "reidentify",     "replay",         "tf32",    "verbose"};
 constexpr const char* kValued[] = {"batch",
                                    "channels",
                                    "clean-others",
@@ -187,6 +188,7 @@ EngineFactory engine_factory(const Args& a) {
   s.device = static_cast<int>(device);
   s.cuda_graphs = !a.flag("no-cuda-graphs");
   s.tf32 = a.flag("tf32");
+  s.lstm_seq_major = a.flag("lstm-seq-major");
   s.remote.server = a.get("server");
   s.remote.model = a.get("remote-model", s.remote.model);
   s.remote.voice_model = a.get("remote-voice-model", s.remote.voice_model);
@@ -862,6 +864,9 @@ const char kEngineOptions[] =
     "    --device N               GPU index (CUDA engine)\n"
     "    --lstm-algorithm A       standard | persist-static-small-h | persist-dynamic | auto\n"
     "    --no-cuda-graphs         run every pass eagerly instead of replaying a CUDA graph\n"
+    "    --lstm-seq-major         the CUDA engine's LSTM sequences sequence-major and packed, as\n"
+    "                             PyTorch hands them to cuDNN (a measurement: batch-major is\n"
+    "                             the default)\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 past SincNet (CUDA\n"
     "                             engine; emulated, within 0.002 DER of FP32: docs/gpu.md,\n"
     "                             \"Reduced precision, emulated\")\n"

@@ -463,21 +463,22 @@ cpu_row() {  # cpu_row BATCH
 }
 algorithms="standard persist-static-small-h persist-dynamic"
 [ -n "$NO_NVRTC_FILTER" ] && algorithms="standard persist-static-small-h"
-gpu_row() {  # gpu_row BATCH ALGORITHM on|off
-  local batch=$1 algorithm=$2 graphs=$3 line med p99 wps runs startup ratio extra=()
+gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major]
+  local batch=$1 algorithm=$2 graphs=$3 line med p99 wps runs startup ratio extra=() label=$2
   [ "$graphs" = off ] && extra=(--no-cuda-graphs)
+  [ "${4:-}" = seq-major ] && extra+=(--lstm-seq-major) && label="$algorithm seq-major"
   line=$(bench "$batch" --engine cuda --lstm-algorithm "$algorithm" "${extra[@]}")
   if [[ $line == error:* ]]; then
-    printf '%-26s %6s %6s  %s\n' "$algorithm" "$batch" "$graphs" "$line"
+    printf '%-26s %6s %6s  %s\n' "$label" "$batch" "$graphs" "$line"
     return
   fi
   read -r med p99 wps runs startup <<<"$line"
   ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
-  printf "$ROW_FORMAT" "$algorithm" "$batch" "$graphs" "$med" "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
+  printf "$ROW_FORMAT" "$label" "$batch" "$graphs" "$med" "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
   local key="$batch $graphs"
   if [ -z "${best_ms[$key]:-}" ] || awk -v a="$med" -v b="${best_ms[$key]}" 'BEGIN { exit !(a < b) }'; then
     best_ms[$key]=$med
-    best[$key]=$algorithm
+    best[$key]=$label
   fi
 }
 # rows BATCHES GRAPHS [cpu]: GPU rows of every algorithm (and the CPU row first) while the slice lasts
@@ -510,7 +511,15 @@ fi
 torch_python=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
   command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' 2>/dev/null && echo "$py" && break
 done)
-if begin peer 60 30; then
+if begin peer 80 30; then
+  # Ours with the LSTM's sequences sequence-major, as PyTorch hands them to cuDNN (the first run's
+  # lead: its whole pass at batch 32 took half our LSTM's time), beside the batch-major rows above.
+  table_header
+  for batch in 32 512; do
+    for algorithm in standard persist-static-small-h; do
+      [ "$(remaining)" -gt 25 ] && gpu_row "$batch" "$algorithm" on seq-major
+    done
+  done
   if [ -z "$torch_python" ]; then
     say "peer: no Python here imports torch; PyTorch's rows not measured"
   else

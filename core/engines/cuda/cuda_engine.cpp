@@ -101,9 +101,11 @@ class CudaEngine final : public SegmentationEngine {
   ~CudaEngine() override { release(); }
 
   std::string description() const override {
-    return cuda::engine_description(
-        device_name_, options_.device, cudnn_version_, lstm_algorithm_name(options_.lstm_algorithm),
-        options_.cuda_graphs, options_.tf32, classes_.size(), startup_seconds_);
+    return cuda::engine_description(device_name_, options_.device, cudnn_version_,
+                                    lstm_algorithm_name(options_.lstm_algorithm),
+                                    options_.cuda_graphs, options_.tf32, classes_.size(),
+                                    startup_seconds_) +
+           (options_.lstm_seq_major ? ", LSTM sequence-major" : "");
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -267,12 +269,14 @@ class CudaEngine final : public SegmentationEngine {
     const std::vector<int> lengths(B, T);
     check(cudnnCreateRNNDataDescriptor(&p.x_desc), "cudnnCreateRNNDataDescriptor");
     check(cudnnCreateRNNDataDescriptor(&p.y_desc), "cudnnCreateRNNDataDescriptor");
-    check(cudnnSetRNNDataDescriptor(p.x_desc, CUDNN_DATA_FLOAT,
-                                    CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, T, B, kConvChannels,
+    // Every sequence is whole, so packed and unpacked sequence-major are the same memory.
+    const cudnnRNNDataLayout_t layout = options_.lstm_seq_major
+                                            ? CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED
+                                            : CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED;
+    check(cudnnSetRNNDataDescriptor(p.x_desc, CUDNN_DATA_FLOAT, layout, T, B, kConvChannels,
                                     lengths.data(), nullptr),
           "cudnnSetRNNDataDescriptor (input)");
-    check(cudnnSetRNNDataDescriptor(p.y_desc, CUDNN_DATA_FLOAT,
-                                    CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, T, B, kLstmOutput,
+    check(cudnnSetRNNDataDescriptor(p.y_desc, CUDNN_DATA_FLOAT, layout, T, B, kLstmOutput,
                                     lengths.data(), nullptr),
           "cudnnSetRNNDataDescriptor (output)");
     check(cudnnCreateTensorDescriptor(&p.h_desc), "cudnnCreateTensorDescriptor");
@@ -330,11 +334,33 @@ class CudaEngine final : public SegmentationEngine {
     return reinterpret_cast<T*>(arena_.data() + offset);
   }
 
-  cudnnStatus_t enqueue_rnn(Plan& p) {
+  cudnnStatus_t enqueue_rnn(Plan& p, const float* x, float* y) {
     return cudnnRNNForward(cudnn_, p.rnn->desc, CUDNN_FWD_MODE_INFERENCE, p.seq_lengths, p.x_desc,
-                           at(p.layout.features), p.y_desc, at(p.layout.lstm_out), p.h_desc,
-                           nullptr, nullptr, p.h_desc, nullptr, nullptr, p.rnn->weight_bytes,
-                           p.rnn->weights, p.rnn_work, at<void>(p.layout.rnn_work), 0, nullptr);
+                           x, p.y_desc, y, p.h_desc, nullptr, nullptr, p.h_desc, nullptr, nullptr,
+                           p.rnn->weight_bytes, p.rnn->weights, p.rnn_work,
+                           at<void>(p.layout.rnn_work), 0, nullptr);
+  }
+
+  // The LSTM stage: features [batch][frames][60] -> lstm_out [batch][frames][256]. Sequence-major,
+  // around the RNN: features into the scratch region (free between conv2's pool and the head, and
+  // as large as the head's two hidden layers: batch x frames x 256 floats), the RNN into
+  // lstm_out, that back into the scratch region batch-major, and copied to lstm_out.
+  void enqueue_lstm(Plan& p) {
+    const int B = p.batch, T = p.len.frames;
+    if (!options_.lstm_seq_major) {
+      check(enqueue_rnn(p, at(p.layout.features), at(p.layout.lstm_out)), "cudnnRNNForward");
+      return;
+    }
+    float* scratch = at(p.layout.scratch);
+    check(cuda::swap_outer(at(p.layout.features), B, T, kConvChannels, scratch, stream_),
+          "the LSTM input to sequence-major");
+    check(enqueue_rnn(p, scratch, at(p.layout.lstm_out)), "cudnnRNNForward");
+    check(cuda::swap_outer(at(p.layout.lstm_out), T, B, kLstmOutput, scratch, stream_),
+          "the LSTM output to batch-major");
+    check(cudaMemcpyAsync(at(p.layout.lstm_out), scratch,
+                          static_cast<size_t>(B) * T * kLstmOutput * sizeof(float),
+                          cudaMemcpyDeviceToDevice, stream_),
+          "copying the LSTM output");
   }
 
   // Runs the RNN once on zeros: a persistent algorithm that this GPU or configuration cannot run
@@ -344,7 +370,9 @@ class CudaEngine final : public SegmentationEngine {
               at(p.layout.features), 0,
               static_cast<size_t>(p.batch) * p.len.frames * kConvChannels * sizeof(float), stream_),
           "cudaMemsetAsync");
-    cuda::check_probe_status(enqueue_rnn(p), p.algorithm, "batch " + std::to_string(p.batch));
+    // Zeros are zeros in either layout.
+    cuda::check_probe_status(enqueue_rnn(p, at(p.layout.features), at(p.layout.lstm_out)),
+                             p.algorithm, "batch " + std::to_string(p.batch));
     // A fault here is no algorithm's to fall back from: the context is gone.
     check(cudaStreamSynchronize(stream_), "the LSTM probe run");
   }
@@ -483,7 +511,7 @@ class CudaEngine final : public SegmentationEngine {
     }
     // The plan's RNN reads layout.features and writes layout.lstm_out, the buffers the pass
     // hands over here.
-    void lstm(const float*, float*) override { check(e_.enqueue_rnn(p_), "cudnnRNNForward"); }
+    void lstm(const float*, float*) override { e_.enqueue_lstm(p_); }
     void stage_done(int stage) override {
       if (!timed_) return;
       check(cudaEventRecord(e_.events_[stage + 1], e_.stream_), "cudaEventRecord");

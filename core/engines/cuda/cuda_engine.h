@@ -37,6 +37,11 @@ struct CudaEngineOptions {
   bool cuda_graphs = true;
   // TF32 tensor-core math in cuBLAS and cuDNN. Off: plain FP32 (FMA), as the parity tests need.
   bool tf32 = false;
+  // The LSTM's sequences handed to cuDNN sequence-major and packed, as PyTorch hands them (its
+  // standard LSTM ran a whole pass at batch 32 in half our LSTM's time on the first H200 run):
+  // the features are transposed in and the output back, around the RNN. Off (the default, the
+  // layout every GPU figure so far was measured with): batch-major, unpacked.
+  bool lstm_seq_major = false;
   // Largest batch forward() accepts. Batches run padded up to a class: 1, 2, 4, ... below
   // max_batch, and max_batch. Every class of 10 s windows is planned, run and captured at
   // construction (description() says how long that took), so that a GPU too small fails there

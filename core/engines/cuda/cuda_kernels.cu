@@ -170,6 +170,15 @@ __global__ void bias_leaky_kernel(float* x, int64_t n, int width, const float* b
   x[i] = v < 0.f ? v * slope : v;
 }
 
+__global__ void swap_outer_kernel(const float* in, int64_t n, int outer, int inner, int width,
+                                  float* out) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const int64_t k = i % width, row = i / width;
+  const int64_t o = row / inner, r = row % inner;
+  out[(r * outer + o) * width + k] = in[i];
+}
+
 __global__ void bias_log_softmax_kernel(float* x, int rows, int n, const float* bias) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
@@ -254,6 +263,13 @@ cudaError_t bias_leaky(float* x, int rows, int n, const float* bias, float slope
                        cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(rows) * n;
   bias_leaky_kernel<<<blocks(total, 256), 256, 0, stream>>>(x, total, n, bias, slope);
+  return cudaGetLastError();
+}
+
+cudaError_t swap_outer(const float* in, int outer, int inner, int width, float* out,
+                       cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(outer) * inner * width;
+  swap_outer_kernel<<<blocks(total, 256), 256, 0, stream>>>(in, total, outer, inner, width, out);
   return cudaGetLastError();
 }
 

@@ -33,6 +33,11 @@ cudaError_t pool_norm_leaky(const float* in, int pool, int batch, int rows, int 
                             const float* scale, const float* bias, float eps, float slope,
                             float* out, cudaStream_t stream);
 
+// out[i][o][k] = in[o][i][k]: [outer][inner][width] -> [inner][outer][width], the LSTM's
+// batch-major and sequence-major layouts either way. `in` and `out` may not overlap.
+cudaError_t swap_outer(const float* in, int outer, int inner, int width, float* out,
+                       cudaStream_t stream);
+
 // x[r][k] = LeakyReLU(x[r][k] + bias[k]).
 cudaError_t bias_leaky(float* x, int rows, int n, const float* bias, float slope,
                        cudaStream_t stream);

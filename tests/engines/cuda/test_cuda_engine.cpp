@@ -164,6 +164,56 @@ INSTANTIATE_TEST_SUITE_P(Reference, CudaParity,
                                   (std::get<2>(info.param) ? "_graphs" : "_eager");
                          });
 
+// The LSTM's sequences sequence-major (lstm_seq_major: transposed in and out around the RNN, as
+// PyTorch lays them out for cuDNN) give what ONNX Runtime gives, on every algorithm that accepts
+// that layout, graphs on and off; an algorithm cuDNN refuses it for is said, not failed (the GPU
+// check's table then shows which ones run).
+class CudaSeqMajor
+    : public ::testing::TestWithParam<std::tuple<Case, LstmAlgorithm, bool /*graphs*/>> {};
+
+TEST_P(CudaSeqMajor, MatchesOnnxRuntime) {
+  SKIP_WITHOUT_GPU();
+  const auto [c, algorithm, graphs] = GetParam();
+  const Reference r = load(c);
+  std::vector<std::string> warnings;
+  CudaEngineOptions o = options_for(algorithm, graphs, r.batch, &warnings);
+  o.lstm_seq_major = true;
+  std::unique_ptr<SegmentationEngine> engine;
+  try {
+    engine = make_cuda_engine(SegmentationModel::load_onnx(r.model), o);
+  } catch (const EngineError& e) {
+    GTEST_SKIP() << lstm_algorithm_name(algorithm) << " refuses sequence-major: " << e.what();
+  }
+  EXPECT_NE(engine->description().find("sequence-major"), std::string::npos);
+  std::vector<std::vector<float>> runs(2, std::vector<float>(r.logprobs.data.size(), NAN));
+  for (auto& out : runs) engine->forward(r.input.data.data(), r.batch, r.samples, out.data());
+  EXPECT_TRUE(warnings.empty()) << joined(warnings);
+  const std::string name = std::string(c.name) + " " + lstm_algorithm_name(algorithm) +
+                           " sequence-major" + (graphs ? " graphs" : " eager");
+  report_replay(name, runs[0], runs[1]);
+  const Comparison cmp = compare(runs[0], r.logprobs.data);
+  std::printf("[ cuda     ] %s: %d windows, max |diff| %.3g, flips %d (+%d at near-ties)\n",
+              name.c_str(), r.batch, cmp.max_diff_all, cmp.flips, cmp.ties_flipped);
+  EXPECT_TRUE(cmp.finite);
+  EXPECT_LE(cmp.max_diff_all, kTolerance);
+  EXPECT_EQ(cmp.flips, 0);
+}
+
+const Case kSeqMajorCases[] = {{"batch32", ""}};
+
+INSTANTIATE_TEST_SUITE_P(Reference, CudaSeqMajor,
+                         ::testing::Combine(::testing::ValuesIn(kSeqMajorCases),
+                                            ::testing::Values(LstmAlgorithm::kStandard,
+                                                              LstmAlgorithm::kPersistStaticSmallH,
+                                                              LstmAlgorithm::kPersistDynamic),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           std::string algorithm = lstm_algorithm_name(std::get<1>(info.param));
+                           std::replace(algorithm.begin(), algorithm.end(), '-', '_');
+                           return std::string(std::get<0>(info.param).name) + "_" + algorithm +
+                                  (std::get<2>(info.param) ? "_graphs" : "_eager");
+                         });
+
 // TF32 is held to what the evaluation measured: the CPU engine's emulation of it as the engine
 // runs it (precision tf32-emulated-fp32-sinc: every product's operands rounded to tf32, sums in
 // fp32, SincNet's two products in plain fp32), whose DER and confusion docs/gpu.md ("Reduced

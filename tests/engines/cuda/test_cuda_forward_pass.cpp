@@ -152,6 +152,21 @@ TEST(CudaForwardPass, EmulatedPrecisionAgreesWithTheCpuEngine) {
 // cuda::stage_output names what each stage leaves behind (test_cuda_engine compares a GPU pass
 // with this one through it): in a NaN-filled arena, each stage's output for the batch must be
 // written, finite, by the time the stage is done, and no stage's output may be the one before's.
+// The sequence-major LSTM (CudaEngineOptions::lstm_seq_major) stages its transposed input and
+// output in the scratch region: it must hold a whole LSTM output, [batch][frames][256], at every
+// batch and window length.
+TEST(CudaForwardPass, ScratchHoldsTheLstmOutput) {
+  for (int batch : {1, 2, 32, 512, 1024})
+    for (int samples : {kWindowSamples, kWindowSamples / 2, 25440}) {
+      const int chunk = cuda::sinc_chunk_rows(batch, samples);
+      const cuda::BufferLayout L = cuda::place_buffers(batch, samples, chunk, 0);
+      const size_t lstm = static_cast<size_t>(batch) * frames_for_samples(samples) * kLstmOutput *
+                          sizeof(float);
+      EXPECT_GE(L.pool0 - L.scratch, lstm) << "batch " << batch << ", " << samples << " samples";
+      EXPECT_EQ(L.lstm_out + lstm <= L.logprobs, true);
+    }
+}
+
 TEST(CudaForwardPass, StageOutputsAreWhatEachStageWrote) {
   const std::string dir = test::reference_dir();
   const NpyArray input = read_npy(dir + "/batch32.input.npy");
