@@ -103,8 +103,20 @@ void report_replay(const std::string& what, const std::vector<float>& first,
     std::printf("[ replays ] %s: DIFFER, max |diff| %.3g\n", what.c_str(), max_diff);
 }
 
-class CudaParity
-    : public ::testing::TestWithParam<std::tuple<Case, LstmAlgorithm, bool /*graphs*/>> {};
+// A reference case, an LSTM algorithm, and whether CUDA graphs are on.
+using EngineCase = std::tuple<Case, LstmAlgorithm, bool>;
+
+std::string engine_case_name(const ::testing::TestParamInfo<EngineCase>& info) {
+  std::string algorithm = lstm_algorithm_name(std::get<1>(info.param));
+  std::replace(algorithm.begin(), algorithm.end(), '-', '_');
+  return std::string(std::get<0>(info.param).name) + "_" + algorithm +
+         (std::get<2>(info.param) ? "_graphs" : "_eager");
+}
+
+const auto kEveryAlgorithm = ::testing::Values(
+    LstmAlgorithm::kStandard, LstmAlgorithm::kPersistStaticSmallH, LstmAlgorithm::kPersistDynamic);
+
+class CudaParity : public ::testing::TestWithParam<EngineCase> {};
 
 TEST_P(CudaParity, MatchesOnnxRuntimeOnEveryPass) {
   SKIP_WITHOUT_GPU();
@@ -152,24 +164,15 @@ TEST_P(CudaParity, MatchesOnnxRuntimeOnEveryPass) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, CudaParity,
-                         ::testing::Combine(::testing::ValuesIn(kCases),
-                                            ::testing::Values(LstmAlgorithm::kStandard,
-                                                              LstmAlgorithm::kPersistStaticSmallH,
-                                                              LstmAlgorithm::kPersistDynamic),
+                         ::testing::Combine(::testing::ValuesIn(kCases), kEveryAlgorithm,
                                             ::testing::Bool()),
-                         [](const auto& info) {
-                           std::string algorithm = lstm_algorithm_name(std::get<1>(info.param));
-                           std::replace(algorithm.begin(), algorithm.end(), '-', '_');
-                           return std::string(std::get<0>(info.param).name) + "_" + algorithm +
-                                  (std::get<2>(info.param) ? "_graphs" : "_eager");
-                         });
+                         engine_case_name);
 
 // The LSTM's sequences sequence-major (lstm_seq_major: transposed in and out around the RNN, as
 // PyTorch lays them out for cuDNN) give what ONNX Runtime gives, on every algorithm that accepts
 // that layout, graphs on and off; an algorithm cuDNN refuses it for is said, not failed (the GPU
 // check's table then shows which ones run).
-class CudaSeqMajor
-    : public ::testing::TestWithParam<std::tuple<Case, LstmAlgorithm, bool /*graphs*/>> {};
+class CudaSeqMajor : public ::testing::TestWithParam<EngineCase> {};
 
 TEST_P(CudaSeqMajor, MatchesOnnxRuntime) {
   SKIP_WITHOUT_GPU();
@@ -202,17 +205,9 @@ TEST_P(CudaSeqMajor, MatchesOnnxRuntime) {
 const Case kSeqMajorCases[] = {{"batch32", ""}};
 
 INSTANTIATE_TEST_SUITE_P(Reference, CudaSeqMajor,
-                         ::testing::Combine(::testing::ValuesIn(kSeqMajorCases),
-                                            ::testing::Values(LstmAlgorithm::kStandard,
-                                                              LstmAlgorithm::kPersistStaticSmallH,
-                                                              LstmAlgorithm::kPersistDynamic),
+                         ::testing::Combine(::testing::ValuesIn(kSeqMajorCases), kEveryAlgorithm,
                                             ::testing::Bool()),
-                         [](const auto& info) {
-                           std::string algorithm = lstm_algorithm_name(std::get<1>(info.param));
-                           std::replace(algorithm.begin(), algorithm.end(), '-', '_');
-                           return std::string(std::get<0>(info.param).name) + "_" + algorithm +
-                                  (std::get<2>(info.param) ? "_graphs" : "_eager");
-                         });
+                         engine_case_name);
 
 // TF32 is held to what the evaluation measured: the CPU engine's emulation of it as the engine
 // runs it (precision tf32-emulated-fp32-sinc: every product's operands rounded to tf32, sums in

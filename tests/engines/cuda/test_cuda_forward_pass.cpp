@@ -160,8 +160,8 @@ TEST(CudaForwardPass, ScratchHoldsTheLstmOutput) {
     for (int samples : {kWindowSamples, kWindowSamples / 2, 25440}) {
       const int chunk = cuda::sinc_chunk_rows(batch, samples);
       const cuda::BufferLayout L = cuda::place_buffers(batch, samples, chunk, 0);
-      const size_t lstm = static_cast<size_t>(batch) * frames_for_samples(samples) * kLstmOutput *
-                          sizeof(float);
+      const size_t lstm =
+          static_cast<size_t>(batch) * frames_for_samples(samples) * kLstmOutput * sizeof(float);
       EXPECT_GE(L.pool0 - L.scratch, lstm) << "batch " << batch << ", " << samples << " samples";
       EXPECT_EQ(L.lstm_out + lstm <= L.logprobs, true);
     }
