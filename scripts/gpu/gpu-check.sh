@@ -466,7 +466,7 @@ algorithms="standard persist-static-small-h persist-dynamic"
 gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major]
   local batch=$1 algorithm=$2 graphs=$3 line med p99 wps runs startup ratio extra=() label=$2
   [ "$graphs" = off ] && extra=(--no-cuda-graphs)
-  [ "${4:-}" = seq-major ] && extra+=(--lstm-seq-major) && label="$algorithm seq-major"
+  [ "${4:-}" = seq-major ] && extra+=(--lstm-seq-major) && label="$algorithm seq"
   line=$(bench "$batch" --engine cuda --lstm-algorithm "$algorithm" "${extra[@]}")
   if [[ $line == error:* ]]; then
     printf '%-26s %6s %6s  %s\n' "$label" "$batch" "$graphs" "$line"
@@ -508,13 +508,17 @@ fi
 # scripts/benchmarks/pyannet_torch.py, with the weights the bundle exported from the same model;
 # torch is the GPU image's, not the project's. Its parity with ONNX Runtime first, then its rows,
 # then ours / PyTorch fp32 at each batch the table measured.
-torch_python=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
-  command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' 2>/dev/null && echo "$py" && break
-done)
 if begin peer 80 30; then
+  # Without the bundle's Debian libraries ahead of the image's: torch is the image's own.
+  torch_env=(env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH#"$DLIB":}")
+  torch_python=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 && "${torch_env[@]}" "$py" -c 'import torch' 2>/dev/null &&
+      echo "$py" && break
+  done)
   # Ours with the LSTM's sequences sequence-major, as PyTorch hands them to cuDNN (the first run's
   # lead: its whole pass at batch 32 took half our LSTM's time), beside the batch-major rows above.
   table_header
+  echo "(seq: the LSTM's sequences sequence-major, speakerseg --lstm-seq-major)"
   for batch in 32 512; do
     for algorithm in standard persist-static-small-h; do
       [ "$(remaining)" -gt 25 ] && gpu_row "$batch" "$algorithm" on seq-major
@@ -523,9 +527,10 @@ if begin peer 80 30; then
   if [ -z "$torch_python" ]; then
     say "peer: no Python here imports torch; PyTorch's rows not measured"
   else
-    timeout -k 5 "$(remaining)" "$torch_python" scripts/benchmarks/pyannet_torch.py --device cuda \
-      --batch 1 32 512 --seconds 1 --weights "$DATA/model/pyannet-weights.npz" \
-      --reference "$DATA/reference" >"$LOGS/peer.log" 2>&1
+    timeout -k 5 "$(remaining)" "${torch_env[@]}" "$torch_python" \
+      scripts/benchmarks/pyannet_torch.py --device cuda --batch 1 32 512 --seconds 1 \
+      --weights "$DATA/model/pyannet-weights.npz" --reference "$DATA/reference" \
+      >"$LOGS/peer.log" 2>&1
     [ $? = 124 ] && say "peer: stopped at the end of the slice"
     grep -v '^{"engine"' "$LOGS/peer.log" | tail -n 20
     for batch in 1 32 512; do
