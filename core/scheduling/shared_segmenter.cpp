@@ -1,6 +1,8 @@
 #include "scheduling/shared_segmenter.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 #include <utility>
 
@@ -119,25 +121,29 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock, int lane_ind
   };
   std::vector<Item> batch;
   size_t samples = 0;
-  while (static_cast<int>(batch.size()) < batch_size_) {
-    // The oldest waiting window of any channel; one forward call needs windows of one length, so
-    // a window of another length waits for the next batch (it keeps its place as the oldest).
-    const std::shared_ptr<Channel>* best = nullptr;
-    for (const auto& c : channels_) {
-      if (!takes(*c, lane_index)) continue;
-      if (!batch.empty() && c->queue.front().job.samples.size() != samples) continue;
-      if (!best || c->queue.front().seq < (*best)->queue.front().seq) best = &c;
-    }
-    if (!best) break;
-    Channel& c = **best;
+  // The oldest waiting window of any channel, again and again: the channels by the submission
+  // order of their oldest window, in a heap (a scan of every channel per window cost 11 % of the
+  // host's time with 4 000 channels). One forward call needs windows of one length, so a channel
+  // whose next window has another length leaves the heap: that window waits for the next batch
+  // (it keeps its place as the oldest).
+  using Next = std::pair<uint64_t, size_t>;  // the channel's oldest window's seq, its index
+  std::priority_queue<Next, std::vector<Next>, std::greater<Next>> oldest;
+  for (size_t i = 0; i < channels_.size(); ++i)
+    if (takes(*channels_[i], lane_index)) oldest.push({channels_[i]->queue.front().seq, i});
+  while (static_cast<int>(batch.size()) < batch_size_ && !oldest.empty()) {
+    const size_t i = oldest.top().second;
+    oldest.pop();
+    Channel& c = *channels_[i];
     Pending& p = c.queue.front();
+    if (!batch.empty() && p.job.samples.size() != samples) continue;
     samples = p.job.samples.size();
     if (c.in_flight++ == 0) {
       c.in_flight_since = p.submitted;
       c.lane = lane_index;
     }
-    batch.push_back({*best, std::move(p.job), p.submitted});
+    batch.push_back({channels_[i], std::move(p.job), p.submitted});
     c.queue.pop_front();
+    if (!c.queue.empty()) oldest.push({c.queue.front().seq, i});
   }
   const int n = static_cast<int>(batch.size());
   // The channels in this batch, each once, in order of first appearance, with their generations
