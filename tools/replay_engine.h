@@ -32,10 +32,9 @@ struct ReplayDeviceTime {
 
 class ReplayEngine final : public SegmentationEngine {
  public:
-  using DeviceTime = ReplayDeviceTime;
   // `logprobs`: [windows][frames_for_samples(kWindowSamples)][kClasses], computed by `source`.
   ReplayEngine(std::shared_ptr<const std::vector<float>> logprobs, std::string source,
-               DeviceTime device = {})
+               ReplayDeviceTime device = {})
       : logprobs_(std::move(logprobs)), source_(std::move(source)), device_(device) {
     if (logprobs_->empty() || logprobs_->size() % per_window() != 0)
       throw EngineError("replay: no whole windows of log-probabilities to replay");
@@ -72,7 +71,7 @@ class ReplayEngine final : public SegmentationEngine {
 
   std::shared_ptr<const std::vector<float>> logprobs_;
   std::string source_;
-  DeviceTime device_;
+  ReplayDeviceTime device_;
   std::atomic<size_t> next_{0};
 };
 

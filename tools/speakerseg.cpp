@@ -648,13 +648,20 @@ int cmd_live(const Args& a) {
   // at once during the run (tools/replay_engine.h): the host side's own ceiling.
   std::shared_ptr<const std::vector<float>> replayed;
   std::string replay_source;
-  ReplayEngine::DeviceTime device_time;
+  ReplayDeviceTime device_time;
   if (a.flag("replay-device-ms")) {
     const std::string v = a.get("replay-device-ms", "");
     const auto comma = v.find(',');
+    // The whole text must be the numbers: "8x" is a mistake, not 8.
+    auto ms = [&](const std::string& text) {
+      size_t used = 0;
+      const double x = std::stod(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+      return x;
+    };
     try {
-      device_time = {std::stod(v.substr(0, comma)),
-                     comma == std::string::npos ? 0.0 : std::stod(v.substr(comma + 1))};
+      device_time = {ms(v.substr(0, comma)),
+                     comma == std::string::npos ? 0.0 : ms(v.substr(comma + 1))};
     } catch (const std::exception&) {
       throw std::invalid_argument("--replay-device-ms wants FIXED,PER_WINDOW milliseconds, got '" +
                                   v + "'");

@@ -17,10 +17,6 @@ double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-}  // namespace
-
-namespace {
-
 std::vector<std::unique_ptr<SegmentationEngine>> one(std::unique_ptr<SegmentationEngine> engine) {
   std::vector<std::unique_ptr<SegmentationEngine>> engines;
   engines.push_back(std::move(engine));
