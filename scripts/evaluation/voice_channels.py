@@ -50,6 +50,7 @@ import onnxruntime
 import soundfile
 
 import programmes as P
+from diart_compare import raise_volume
 import voice_separation as VS
 
 MODEL = P.ROOT / "models" / "voice-encoder-ge2e.onnx"
@@ -68,10 +69,8 @@ def encoder():
 
 def mel(x):
     """The power mel spectrogram [frames][40] of x raised to -30 dBFS (up only, at most 40 dB)."""
-    x = np.asarray(x, dtype=np.float32)
-    gain = min(max(-30 - 20 * np.log10(np.sqrt(np.mean(x ** 2)) + 1e-12), 0), 40)
-    S = np.abs(librosa.stft(x * 10 ** (gain / 20), n_fft=400, hop_length=160, center=True,
-                            pad_mode="constant")) ** 2
+    x = raise_volume(np.asarray(x, dtype=np.float32))
+    S = np.abs(librosa.stft(x, n_fft=400, hop_length=160, center=True, pad_mode="constant")) ** 2
     return (MEL @ S).T.astype(np.float32)
 
 
