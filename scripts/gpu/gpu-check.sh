@@ -475,10 +475,13 @@ gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major]
   read -r med p99 wps runs startup <<<"$line"
   ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
   printf "$ROW_FORMAT" "$label" "$batch" "$graphs" "$med" "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
+  # The fastest per batch is what sets auto's thresholds: the batch-major rows only, the layout
+  # the engine runs by default (sequence-major rows are compared by eye beside them).
+  [ "${4:-}" = seq-major ] && return
   local key="$batch $graphs"
   if [ -z "${best_ms[$key]:-}" ] || awk -v a="$med" -v b="${best_ms[$key]}" 'BEGIN { exit !(a < b) }'; then
     best_ms[$key]=$med
-    best[$key]=$label
+    best[$key]=$algorithm
   fi
 }
 # rows BATCHES GRAPHS [cpu]: GPU rows of every algorithm (and the CPU row first) while the slice lasts
@@ -534,8 +537,7 @@ if begin peer 80 30; then
     [ $? = 124 ] && say "peer: stopped at the end of the slice"
     grep -v '^{"engine"' "$LOGS/peer.log" | tail -n 20
     for batch in 1 32 512; do
-      theirs=$(grep "\"engine\": \"pytorch fp32\", \"batch\": $batch," "$LOGS/peer.log" |
-        sed -n 's/.*"median_ms": \([0-9.]*\).*/\1/p')
+      theirs=$(field median_ms "$(grep "\"engine\": \"pytorch fp32\", \"batch\": $batch," "$LOGS/peer.log")")
       ours=${best_ms["$batch on"]:-}
       [ -n "$theirs" ] && [ -n "$ours" ] &&
         echo "batch $batch: ours ${best["$batch on"]} $ours ms, PyTorch fp32 $theirs ms:" \
