@@ -9,8 +9,16 @@
 // FIXED + PER_WINDOW x batch milliseconds after its copy: a model of an engine whose host thread
 // waits for a device without using a core, so that what batches in flight overlap can be seen
 // without the device. A model, not a measurement of any GPU.
+//
+// The windows are gathered into one block before each call (SegmentationEngine's default
+// forward_windows), though the replay reads none of them: that is the copy the CUDA engine makes
+// into its upload buffer, so the host ceiling measured counts it. With device audio (`speakerseg
+// live --replay --device-audio`) the replay does the CUDA engine's host work for streams' audio
+// kept on the device instead: the same plan (cuda::DeviceAudioCache), and the new samples packed
+// into its upload buffer.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "engines/cuda/cuda_engine.h"
+#include "engines/cuda/device_audio_cache.h"
 #include "engines/segmentation_engine.h"
 #include "model/model_spec.h"
 
@@ -34,10 +44,15 @@ class ReplayEngine final : public SegmentationEngine {
  public:
   // `logprobs`: [windows][frames_for_samples(kWindowSamples)][kClasses], computed by `source`.
   ReplayEngine(std::shared_ptr<const std::vector<float>> logprobs, std::string source,
-               ReplayDeviceTime device = {})
+               ReplayDeviceTime device = {}, bool device_audio = false, int max_batch = 32)
       : logprobs_(std::move(logprobs)), source_(std::move(source)), device_(device) {
     if (logprobs_->empty() || logprobs_->size() % per_window() != 0)
       throw EngineError("replay: no whole windows of log-probabilities to replay");
+    // As the CUDA engine sizes it (CudaEngineOptions::device_audio_slots).
+    if (device_audio)
+      audio_ = std::make_unique<cuda::DeviceAudioCache>(
+          2 * static_cast<size_t>(kWindowSamples),
+          std::max<size_t>(CudaEngineOptions{}.device_audio_slots, 2 * max_batch));
   }
 
   std::string description() const override {
@@ -46,7 +61,22 @@ class ReplayEngine final : public SegmentationEngine {
       std::snprintf(d, sizeof d, ", a modelled device time of %g ms + %g ms a window",
                     device_.fixed_ms, device_.per_window_ms);
     return "replay of " + std::to_string(logprobs_->size() / per_window()) +
-           " windows computed by " + source_ + d;
+           " windows computed by " + source_ + d +
+           (audio_ ? ", the host side of streams' audio kept on a device" : "");
+  }
+
+  void forward_shared(const float* const* windows, const WindowOrigin* origins, int batch,
+                      int samples, float* out) override {
+    if (!audio_) return forward_windows(windows, batch, samples, out);
+    check_forward_shape(batch, samples);
+    const auto& plan = audio_->plan(windows, origins, batch, static_cast<size_t>(samples));
+    if (upload_.size() < plan.uploaded) upload_.resize(plan.uploaded);
+    size_t packed = 0;
+    for (const auto& u : plan.uploads) {
+      std::copy_n(u.from, u.count, upload_.data() + packed);
+      packed += u.count;
+    }
+    forward(nullptr, batch, samples, out);
   }
 
   void forward(const float*, int batch, int samples, float* out) override {
@@ -73,6 +103,8 @@ class ReplayEngine final : public SegmentationEngine {
   std::string source_;
   ReplayDeviceTime device_;
   std::atomic<size_t> next_{0};
+  std::unique_ptr<cuda::DeviceAudioCache> audio_;
+  std::vector<float> upload_;
 };
 
 }  // namespace speakerseg

@@ -80,9 +80,9 @@ std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
 
 // Every option of every command: a misspelt one is an error, not a setting silently left at its
 // default (an option a command does not use is still ignored).
-constexpr const char* kFlags[] = {
-    "json", "lstm-seq-major", "no-cuda-graphs", "offline", "own",    "profile",
-    "raw",  "reidentify",     "replay",         "tf32",    "verbose"};
+constexpr const char* kFlags[] = {"device-audio", "json",   "lstm-seq-major", "no-cuda-graphs",
+                                  "offline",      "own",    "profile",        "raw",
+                                  "reidentify",   "replay", "tf32",           "verbose"};
 constexpr const char* kValued[] = {"batch",
                                    "channels",
                                    "clean-others",
@@ -189,6 +189,8 @@ EngineFactory engine_factory(const Args& a) {
   s.cuda_graphs = !a.flag("no-cuda-graphs");
   s.tf32 = a.flag("tf32");
   s.lstm_seq_major = a.flag("lstm-seq-major");
+  // With --replay the replay engine does its host side (live), not the engine it replays.
+  s.device_audio = a.flag("device-audio") && !a.flag("replay");
   s.remote.server = a.get("server");
   s.remote.model = a.get("remote-model", s.remote.model);
   s.remote.voice_model = a.get("remote-voice-model", s.remote.voice_model);
@@ -678,7 +680,9 @@ int cmd_live(const Args& a) {
         window_logprobs(*engine, audio, kSampleRate, 32));
   }
   auto segmentation = [&](int max_batch) -> std::unique_ptr<SegmentationEngine> {
-    if (replayed) return std::make_unique<ReplayEngine>(replayed, replay_source, device_time);
+    if (replayed)
+      return std::make_unique<ReplayEngine>(replayed, replay_source, device_time,
+                                            a.flag("device-audio"), max_batch);
     return engines.segmentation(model, max_batch);
   };
   settings.identity.enabled = a.flag("reidentify");
@@ -831,7 +835,7 @@ const Command kCommands[] = {
      "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
      "                    [--own] [--batch N] [--in-flight N] [--threads N] [--feeders N]\n"
      "                    [--input FILE.wav] [--reidentify [--voice-model V]]\n"
-     "                    [--replay [--replay-device-ms FIXED,PER_WINDOW]]\n"
+     "                    [--replay [--replay-device-ms FIXED,PER_WINDOW]] [--device-audio]\n"
      "      N live channels in real time through the element's streaming logic without GStreamer\n"
      "      (one shared engine, or --own: one per channel), 100 ms buffers, window phases\n"
      "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
@@ -841,7 +845,9 @@ const Command kCommands[] = {
      "      --in-flight N: the shared engine runs up to N batches at once, each on an engine\n"
      "      of its own (with --threads each), as the element's batches-in-flight does.\n"
      "      --replay-device-ms FIXED,PER_WINDOW: each replayed batch also waits that long, a\n"
-     "      model of a device's time that uses no core (what batches in flight overlap).\n"},
+     "      model of a device's time that uses no core (what batches in flight overlap).\n"
+     "      --device-audio (CUDA engine, or --replay for its host side): streams' audio kept on\n"
+     "      the device, each window uploading its new samples only.\n"},
     {"voiceprint", cmd_voiceprint, true,
      "  speakerseg voiceprint --input FILE.wav [--start S] [--end E] [--raw] [--partial-step N]\n"
      "                    --output OUT.npy [--voice-model V] [--threads N]\n"
@@ -874,6 +880,9 @@ const char kEngineOptions[] =
     "    --lstm-seq-major         the CUDA engine's LSTM sequences sequence-major and packed, as\n"
     "                             PyTorch hands them to cuDNN (a measurement: batch-major is\n"
     "                             the default)\n"
+    "    --device-audio           the CUDA engine keeps streams' audio on the GPU and uploads\n"
+    "                             each window's new samples only (live; a measurement: whole\n"
+    "                             windows are the default)\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 past SincNet (CUDA\n"
     "                             engine; emulated, within 0.002 DER of FP32: docs/gpu.md,\n"
     "                             \"Reduced precision, emulated\")\n"

@@ -46,6 +46,7 @@ struct EngineSettings {
   bool cuda_graphs = true;
   bool tf32 = false;
   bool lstm_seq_major = false;  // CudaEngineOptions::lstm_seq_major (the segmentation engine)
+  bool device_audio = false;    // CudaEngineOptions::device_audio (the segmentation engine)
   // The remote engines: server, model names, deadline.
   RemoteEngineOptions remote;
 };

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engines/window_origin.h"
 #include "model/segmentation_model.h"
 
 namespace speakerseg {
@@ -44,6 +45,15 @@ class SegmentationEngine {
   // read them where they are into the buffers they fill anyway.
   virtual void forward_windows(const float* const* windows, int batch, int samples,
                                float* logprobs);
+
+  // forward_windows() with each window's origin: an engine that keeps streams' audio on its
+  // device uploads only what it has not seen of a block, about a step per window instead of the
+  // whole window (the CUDA engine). This default ignores the origins.
+  virtual void forward_shared(const float* const* windows, const WindowOrigin* origins, int batch,
+                              int samples, float* logprobs) {
+    (void)origins;
+    forward_windows(windows, batch, samples, logprobs);
+  }
 
   // Seconds spent per stage since construction, for benchmarks ("sinc+pool", "lstm", ...).
   virtual std::vector<std::pair<std::string, double>> stage_seconds() const { return {}; }

@@ -160,7 +160,12 @@ void SharedScheduler::run_batch(std::unique_lock<std::mutex>& lock, int lane_ind
   try {
     // The engine reads each window where its job keeps it (no 640 KB copy per window here).
     lane.windows.resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) lane.windows[static_cast<size_t>(i)] = batch[i].job.samples.data();
+    lane.origins.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const WindowSamples& w = batch[static_cast<size_t>(i)].job.samples;
+      lane.windows[static_cast<size_t>(i)] = w.data();
+      lane.origins[static_cast<size_t>(i)] = w.origin();
+    }
     // Grown, never shrunk (resize() zeroes what it adds back).
     if (lane.logprobs.size() < static_cast<size_t>(n) * frames * kClasses)
       lane.logprobs.resize(static_cast<size_t>(n) * frames * kClasses);
@@ -243,8 +248,8 @@ std::string SharedScheduler::forward(
   auto backoff = kFirstRetry;
   for (;;) {
     try {
-      lane.engine->forward_windows(lane.windows.data(), n, static_cast<int>(samples),
-                                   lane.logprobs.data());
+      lane.engine->forward_shared(lane.windows.data(), lane.origins.data(), n,
+                                  static_cast<int>(samples), lane.logprobs.data());
       std::lock_guard<std::mutex> lock(mutex_);
       outage_.clear();
       return "";

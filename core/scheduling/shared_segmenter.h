@@ -160,6 +160,7 @@ class SharedScheduler {
   struct Lane {
     std::unique_ptr<SegmentationEngine> engine;
     std::vector<const float*> windows;  // each batched window where its job keeps it
+    std::vector<WindowOrigin> origins;  // and where that is in its stream's shared audio
     std::vector<float> logprobs;
     std::thread worker;
   };

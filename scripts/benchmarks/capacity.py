@@ -177,7 +177,8 @@ def run_trial(a, n, shared):
                    ["--own"] if shared == "off" else []) + (["--replay"] if a.replay else []) + [
                    "--in-flight", str(a.in_flight), "--feeders", str(a.feeders)] + (
                    ["--batch", str(a.batch)] if a.batch else []) + (
-                   ["--replay-device-ms", a.device_ms] if a.device_ms else [])
+                   ["--replay-device-ms", a.device_ms] if a.device_ms else []) + (
+                   ["--device-audio"] if a.device_audio else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
@@ -242,6 +243,8 @@ def main():
                     help="with --core: threads that feed the channels their buffers")
     ap.add_argument("--batch", type=int, help="with --core: the shared engine's batch size")
     ap.add_argument("--device-ms", help="with --core --replay: FIXED,PER_WINDOW ms a batch waits")
+    ap.add_argument("--device-audio", action="store_true",
+                    help="with --core: streams' audio kept on the device (--replay: its host side)")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")

@@ -13,7 +13,8 @@
 #               that differ are reported, and the suite runs again with CUBLAS_WORKSPACE_CONFIG),
 #               test_cuda_voice_encoder (GE2E against the original weights);
 #   live        3 000 live channels on one shared CUDA engine, one batch and two batches in
-#               flight (speakerseg live --in-flight);
+#               flight (speakerseg live --in-flight), and two with streams' audio kept on the
+#               device (--device-audio);
 #   table       per-forward median and p99, windows/s, engine start-up, batch 1, 8, 32, 128, 512 x
 #               each LSTM algorithm, graphs on, and the CPU engine on the same windows;
 #   peer        pyannote's PyanNet in PyTorch (scripts/benchmarks/pyannet_torch.py, the image's
@@ -21,7 +22,7 @@
 #   voice       the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
 #   sanitizer   compute-sanitizer memcheck, then initcheck, on a few GPU tests;
 #   long-table  batches 2, 4, 16, 64, 256 graphs on, every batch graphs off, 5 000 live channels
-#               with two batches in flight;
+#               with two batches in flight, whole windows and kept on the device;
 #   and last the fastest LSTM algorithm per batch among the rows that ran (the `auto` thresholds).
 # Everything printed also goes to $GPU_CHECK_OUT/gpu-check.txt as it is printed, and the logs (test,
 # build, sanitizer) are packed into $GPU_CHECK_OUT/gpu-check-logs.tar.gz after every phase and at
@@ -396,23 +397,29 @@ fi
 # CUDA engine (no GStreamer here); ok = announcements delayed by at most 0.5 s more at p95, no
 # window dropped.
 feeders=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
-live() {  # live CHANNELS BATCHES_IN_FLIGHT
-  local log="$LOGS/live-$1-in-flight-$2.log"
+live() {  # live CHANNELS BATCHES_IN_FLIGHT [OPTION...]
+  local n=$1 lanes=$2
+  shift 2
+  local what="live $n channels, $lanes in flight${1:+ $*}"
+  local log="$LOGS/live-$n-in-flight-$lanes${1:+-${1#--}}.log"
   [ "$(remaining)" -gt 35 ] || {
-    say "live $1 channels, $2 in flight: skipped, $(remaining) s left in the slice"
+    say "$what: skipped, $(remaining) s left in the slice"
     return
   }
-  timeout -k 5 "$(remaining)" "$SPEAKERSEG" live --engine cuda --batch 512 --channels "$1" \
-    --in-flight "$2" --seconds 20 --warmup 10 --feeders "$feeders" >"$log" 2>&1
-  [ $? = 124 ] && say "live $1 channels, $2 in flight: stopped at the end of the slice"
+  timeout -k 5 "$(remaining)" "$SPEAKERSEG" live --engine cuda --batch 512 --channels "$n" \
+    --in-flight "$lanes" --seconds 20 --warmup 10 --feeders "$feeders" "$@" >"$log" 2>&1
+  [ $? = 124 ] && say "$what: stopped at the end of the slice"
+  echo "$what:"
   tail -n 3 "$log"
 }
 # 3 000: the first run's one batch at a time held 2 000 and not 3 000; two batches in flight
-# (issue 36 §3) should hold it.
-if begin live 80 40; then
+# (issue 36 §3) should hold it; and with streams' audio kept on the device (issue 36 §1: each
+# window uploads its new second, not its 10 s).
+if begin live 115 40; then
   echo "(speakerseg live, shared CUDA engine, batch 512, 20 s measured after 10 s, $feeders feeders)"
   live 3000 1
   live 3000 2
+  live 3000 2 --device-audio
   end_phase
 fi
 
@@ -626,6 +633,7 @@ if begin long-table 100000 30; then
   rows "2 4 16 64 256" on
   rows "1 2 4 8 16 32 64 128 512" off
   live 5000 2
+  live 5000 2 --device-audio
   end_phase
 fi
 

@@ -26,7 +26,7 @@ TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
   std::vector<std::pair<int64_t, std::vector<float>>> got;
   auto collect = [&](WindowJob&& w) {
     EXPECT_EQ(w.end, w.start + 10);
-    got.emplace_back(w.start, std::move(w.samples));
+    got.emplace_back(w.start, std::vector<float>(w.samples.begin(), w.samples.end()));
   };
   std::vector<float> x(13);
   std::iota(x.begin(), x.end(), 1.f);  // samples 1..13 at positions 0..12
@@ -52,12 +52,14 @@ TEST(WindowBuffer, WindowsEndEveryStepAndStartZeroPadded) {
 }
 
 // Pushes of every size (shorter than a step, across several boundaries, longer than a window,
-// silence) against the windows cut straight from the whole stream.
+// silence) against the windows cut straight from the whole stream. The windows are kept as the
+// buffer gave them, views of its blocks, while it goes on through many blocks: what each shows
+// must not change.
 TEST(WindowBuffer, AnyPushSizesGiveTheWindowsOfTheWholeStream) {
   const int window = 37, step = 5, first_end = 3;
   WindowBuffer wb(window, step, first_end);
   std::vector<float> stream;
-  std::vector<std::pair<int64_t, std::vector<float>>> got;
+  std::vector<std::pair<int64_t, WindowSamples>> got;
   auto collect = [&](WindowJob&& w) {
     ASSERT_EQ(w.samples.size(), static_cast<size_t>(window));
     got.emplace_back(w.start, std::move(w.samples));
@@ -84,6 +86,36 @@ TEST(WindowBuffer, AnyPushSizesGiveTheWindowsOfTheWholeStream) {
           << "window " << w << " sample " << i;
     }
   }
+}
+
+// Windows share the buffer's blocks: released in time, two blocks serve any length of stream
+// (one filled, one taken back), and a sample is copied about three times, not once per window
+// showing it. A window kept across reset() keeps its samples.
+TEST(WindowBuffer, BlocksAreRecycledOnceTheirWindowsAreGone) {
+  const int window = 100, step = 10;
+  WindowBuffer wb(window, step);
+  const uint64_t allocated = wb.blocks_allocated();  // by other buffers of the process
+  std::vector<float> x(static_cast<size_t>(step));
+  int windows = 0;
+  for (int push = 0; push < 500; ++push) {
+    std::iota(x.begin(), x.end(), static_cast<float>(push * step));
+    wb.push(x.data(), x.size(), [&](WindowJob&& w) {
+      ++windows;
+      const int64_t first = std::max<int64_t>(w.start, 0);
+      ASSERT_EQ(w.samples[static_cast<size_t>(first - w.start)], static_cast<float>(first));
+      ASSERT_EQ(w.samples.back(), static_cast<float>(w.end - 1));
+    });
+  }
+  EXPECT_EQ(windows, 500);
+  EXPECT_LE(wb.blocks_allocated() - allocated, 2u);
+
+  WindowSamples kept;
+  wb.push(x.data(), x.size(), [&](WindowJob&& w) { kept = std::move(w.samples); });
+  const std::vector<float> before(kept.begin(), kept.end());
+  wb.reset();
+  for (int push = 0; push < 50; ++push) wb.push(nullptr, x.size(), [](WindowJob&&) {});
+  EXPECT_EQ(std::vector<float>(kept.begin(), kept.end()), before);
+  EXPECT_EQ(before.back(), x.back());
 }
 
 TEST(WindowBuffer, FirstEndSetsThePhaseOfEveryWindow) {

@@ -31,6 +31,7 @@
 #include "engines/cuda/cuda_module.h"
 #include "engines/cuda/cudnn_lstm_weights.h"
 #include "engines/cuda/cudnn_rnn.h"
+#include "engines/cuda/device_audio_cache.h"
 #include "engines/cuda/forward_pass.h"
 #include "engines/cuda/plan_policy.h"
 
@@ -105,7 +106,8 @@ class CudaEngine final : public SegmentationEngine {
                                     lstm_algorithm_name(options_.lstm_algorithm),
                                     options_.cuda_graphs, options_.tf32, classes_.size(),
                                     startup_seconds_) +
-           (options_.lstm_seq_major ? ", LSTM sequence-major" : "");
+           (options_.lstm_seq_major ? ", LSTM sequence-major" : "") +
+           (audio_cache_ ? ", streams' audio kept on the device" : "");
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -122,7 +124,17 @@ class CudaEngine final : public SegmentationEngine {
   void forward_windows(const float* const* windows, int batch, int samples,
                        float* logprobs) override {
     check_batch(batch, samples);
-    cuda::guarded_call(options_.device, &broken_, [&] { run(windows, batch, samples, logprobs); });
+    cuda::guarded_call(options_.device, &broken_,
+                       [&] { run(windows, nullptr, batch, samples, logprobs); });
+  }
+
+  // With device_audio: what the device holds of each window's block is not uploaded again.
+  void forward_shared(const float* const* windows, const WindowOrigin* origins, int batch,
+                      int samples, float* logprobs) override {
+    check_batch(batch, samples);
+    cuda::guarded_call(options_.device, &broken_, [&] {
+      run(windows, audio_cache_ ? origins : nullptr, batch, samples, logprobs);
+    });
   }
 
  private:
@@ -179,8 +191,9 @@ class CudaEngine final : public SegmentationEngine {
       // The eager pass captures; the second replays, so that a graph that cannot launch is
       // retired here rather than at a stream's first window.
       for (int pass = 0; pass < (options_.cuda_graphs ? 2 : 1); ++pass)
-        run(nullptr, *c, kWindowSamples, out.data());
+        run(nullptr, nullptr, *c, kWindowSamples, out.data());
     }
+    init_device_audio();
     startup_seconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (double& t : seconds_) t = 0;
@@ -202,6 +215,11 @@ class CudaEngine final : public SegmentationEngine {
     params_ = cublas_workspace_ = nullptr;
     staging_in_.release();
     staging_out_.release();
+    spans_host_.release();
+    for (float* chunk : audio_chunks_) cudaFree(chunk);
+    audio_chunks_.clear();
+    if (spans_dev_) cudaFree(spans_dev_);
+    spans_dev_ = nullptr;
     for (auto& e : events_)
       if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
@@ -382,7 +400,8 @@ class CudaEngine final : public SegmentationEngine {
 
   // Runs `batch` windows as the plan of their batch class: the windows past `batch` are zeros,
   // and only the first `batch` windows' answers come back. `windows` null: all zeros.
-  void run(const float* const* windows, int batch, int samples, float* logprobs) {
+  void run(const float* const* windows, const WindowOrigin* origins, int batch, int samples,
+           float* logprobs) {
     const int padded = cuda::batch_class_for(classes_, batch);
     Plan& p = plan_for(padded, samples);
     // Normally a no-op; after an arena growth that failed for lack of memory (which leaves no
@@ -395,14 +414,17 @@ class CudaEngine final : public SegmentationEngine {
     staging_out_.reserve(padded * window_out * sizeof(float), "the log-probability download");
     const size_t given = windows ? in_bytes : 0;
     stage_windows_ = windows ? batch : 0;
-    if (windows)
+    const bool kept = windows && origins && static_cast<size_t>(samples) <= kAudioSlotSamples;
+    if (windows && !kept)
       for (int b = 0; b < batch; ++b)
         std::memcpy(static_cast<char*>(staging_in_.data()) +
                         static_cast<size_t>(b) * samples * sizeof(float),
                     windows[b], static_cast<size_t>(samples) * sizeof(float));
 
     check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
-    if (windows)
+    if (kept)
+      upload_kept(windows, origins, batch, samples, at(p.layout.wave));
+    else if (windows)
       check(cudaMemcpyAsync(at(p.layout.wave), staging_in_.data(), in_bytes, cudaMemcpyHostToDevice,
                             stream_),
             "uploading the audio");
@@ -442,6 +464,85 @@ class CudaEngine final : public SegmentationEngine {
       cuda::capture_plan(
           p, stream_, [&] { enqueue(p, false); }, "batch " + std::to_string(p.batch),
           options_.warn);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Streams' audio kept on the device
+
+  // A slot holds a block of WindowBuffer's for 10 s windows at any step (at most two windows).
+  static constexpr size_t kAudioSlotSamples = 2 * static_cast<size_t>(kWindowSamples);
+  static constexpr size_t kSlotsPerChunk = 16;  // 20 MB of device memory at a time
+
+  void init_device_audio() {
+    if (!options_.device_audio) return;
+    const size_t slots =
+        std::max(options_.device_audio_slots, 2 * static_cast<size_t>(options_.max_batch));
+    audio_cache_ = std::make_unique<cuda::DeviceAudioCache>(kAudioSlotSamples, slots);
+    // A window's uploads (at most two), its carry and its copy out.
+    const size_t spans = 4 * static_cast<size_t>(options_.max_batch);
+    check_alloc(cudaMalloc(reinterpret_cast<void**>(&spans_dev_), spans * sizeof(cuda::CopySpan)),
+                "device audio table", spans * sizeof(cuda::CopySpan));
+    spans_host_.reserve(spans * sizeof(cuda::CopySpan), "the device audio table");
+  }
+
+  float* audio_slot(size_t slot) const {
+    return audio_chunks_[slot / kSlotsPerChunk] + (slot % kSlotsPerChunk) * kAudioSlotSamples;
+  }
+
+  // The batch's new audio, packed, up through `inbox` (the wave buffer, free until the windows
+  // are copied into it) into the slots; the samples a new block carries of the previous one
+  // from slot to slot; then each window out of its slot into the wave buffer.
+  void upload_kept(const float* const* windows, const WindowOrigin* origins, int batch, int samples,
+                   float* inbox) {
+    try {
+      const auto& plan = audio_cache_->plan(windows, origins, batch, static_cast<size_t>(samples));
+      while (audio_chunks_.size() * kSlotsPerChunk < audio_cache_->slots_used()) {
+        float* chunk = nullptr;
+        const size_t bytes = kSlotsPerChunk * kAudioSlotSamples * sizeof(float);
+        check_alloc(cudaMalloc(reinterpret_cast<void**>(&chunk), bytes),
+                    "streams' audio kept on the device", bytes);
+        audio_chunks_.push_back(chunk);
+      }
+      auto* staging = static_cast<float*>(staging_in_.data());
+      auto* spans = static_cast<cuda::CopySpan*>(spans_host_.data());
+      size_t packed = 0, n = 0;
+      int64_t longest_upload = 0, longest_carry = 0;
+      for (const auto& u : plan.uploads) {
+        std::memcpy(staging + packed, u.from, u.count * sizeof(float));
+        spans[n++] = {inbox + packed, audio_slot(u.slot) + u.at, static_cast<int64_t>(u.count)};
+        longest_upload = std::max(longest_upload, static_cast<int64_t>(u.count));
+        packed += u.count;
+      }
+      const int uploads = static_cast<int>(n);
+      for (const auto& c : plan.carries) {
+        spans[n++] = {audio_slot(c.from) + c.from_at, audio_slot(c.to) + c.at,
+                      static_cast<int64_t>(c.count)};
+        longest_carry = std::max(longest_carry, static_cast<int64_t>(c.count));
+      }
+      const int carries = static_cast<int>(n) - uploads;
+      for (int b = 0; b < batch; ++b) {
+        const auto [slot, at] = plan.windows[static_cast<size_t>(b)];
+        spans[n++] = {audio_slot(slot) + at, inbox + static_cast<size_t>(b) * samples, samples};
+      }
+      check(cudaMemcpyAsync(spans_dev_, spans, n * sizeof(cuda::CopySpan), cudaMemcpyHostToDevice,
+                            stream_),
+            "uploading the device audio table");
+      if (packed > 0)
+        check(cudaMemcpyAsync(inbox, staging, packed * sizeof(float), cudaMemcpyHostToDevice,
+                              stream_),
+              "uploading the new audio");
+      check(cuda::copy_spans(spans_dev_, uploads, longest_upload, stream_),
+            "placing the new audio");
+      check(cuda::copy_spans(spans_dev_ + uploads, carries, longest_carry, stream_),
+            "carrying audio into new blocks");
+      check(cuda::copy_spans(spans_dev_ + uploads + carries, batch, samples, stream_),
+            "copying the windows out of the device audio");
+    } catch (...) {
+      // What the plan recorded may not have reached the device: forget it all.
+      audio_cache_ = std::make_unique<cuda::DeviceAudioCache>(audio_cache_->slot_samples(),
+                                                              audio_cache_->max_slots());
+      throw;
+    }
   }
 
   void add_time(Stage s, int from, int to) {
@@ -570,6 +671,12 @@ class CudaEngine final : public SegmentationEngine {
   size_t stage_windows_ = 0;  // the caller's windows in this pass, for stage_check
   double startup_seconds_ = 0;
   std::map<std::pair<int, int>, std::unique_ptr<Plan>> plans_;
+
+  // With device_audio: the bookkeeping, the slots' memory, the copy tables.
+  std::unique_ptr<cuda::DeviceAudioCache> audio_cache_;
+  std::vector<float*> audio_chunks_;
+  cuda::CopySpan* spans_dev_ = nullptr;
+  cuda::PinnedBuffer spans_host_;
 
   std::string broken_;  // why an earlier error left the context unusable
   double seconds_[kStages] = {};

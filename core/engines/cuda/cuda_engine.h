@@ -42,6 +42,14 @@ struct CudaEngineOptions {
   // the features are transposed in and the output back, around the RNN. Off (the default, the
   // layout every GPU figure so far was measured with): batch-major, unpacked.
   bool lstm_seq_major = false;
+  // Streams' audio kept on the device (device_audio_cache.h): a window shared with its stream's
+  // earlier ones (SegmentationEngine::forward_shared) uploads the samples the device does not
+  // hold yet, about a step, instead of the whole window; the windows are then copied out of
+  // device memory. At most `device_audio_slots` blocks (1.28 MB each, taken in chunks as streams
+  // come; at least two per window of the largest batch). Off (the default): every window is
+  // uploaded whole, the path every GPU figure so far was measured with.
+  bool device_audio = false;
+  size_t device_audio_slots = 8192;
   // Largest batch forward() accepts. Batches run padded up to a class: 1, 2, 4, ... below
   // max_batch, and max_batch. Every class of 10 s windows is planned, run and captured at
   // construction (description() says how long that took), so that a GPU too small fails there

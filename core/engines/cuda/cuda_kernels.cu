@@ -179,6 +179,15 @@ __global__ void swap_outer_kernel(const float* in, int64_t n, int outer, int inn
   out[(r * outer + o) * width + k] = in[i];
 }
 
+// Block (span, tile) copies the tile's part of its span.
+constexpr int64_t kCopyTile = 8192;
+__global__ void copy_spans_kernel(const CopySpan* spans) {
+  const CopySpan s = spans[blockIdx.x];
+  const int64_t first = static_cast<int64_t>(blockIdx.y) * kCopyTile;
+  const int64_t last = min(s.count, first + kCopyTile);
+  for (int64_t i = first + threadIdx.x; i < last; i += blockDim.x) s.to[i] = s.from[i];
+}
+
 __global__ void bias_log_softmax_kernel(float* x, int rows, int n, const float* bias) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
@@ -270,6 +279,13 @@ cudaError_t swap_outer(const float* in, int outer, int inner, int width, float* 
                        cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(outer) * inner * width;
   swap_outer_kernel<<<blocks(total, 256), 256, 0, stream>>>(in, total, outer, inner, width, out);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_spans(const CopySpan* spans, int n, int64_t longest, cudaStream_t stream) {
+  if (n == 0 || longest == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(n), blocks(longest, static_cast<int>(kCopyTile)));
+  copy_spans_kernel<<<grid, 256, 0, stream>>>(spans);
   return cudaGetLastError();
 }
 

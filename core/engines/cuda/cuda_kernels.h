@@ -38,6 +38,16 @@ cudaError_t pool_norm_leaky(const float* in, int pool, int batch, int rows, int 
 cudaError_t swap_outer(const float* in, int outer, int inner, int width, float* out,
                        cudaStream_t stream);
 
+// One copy of a batch's audio, between two places in device memory.
+struct CopySpan {
+  const float* from;
+  float* to;
+  int64_t count;
+};
+// Makes the `n` copies of the table `spans` (in device memory), none longer than `longest`; no
+// copy's target may overlap another's source or target.
+cudaError_t copy_spans(const CopySpan* spans, int n, int64_t longest, cudaStream_t stream);
+
 // x[r][k] = LeakyReLU(x[r][k] + bias[k]).
 cudaError_t bias_leaky(float* x, int rows, int n, const float* bias, float slope,
                        cudaStream_t stream);

@@ -25,6 +25,7 @@
 #include "engines/segmentation_engine.h"
 #include "io/npy.h"
 #include "model/segmentation_model.h"
+#include "streaming/window_buffer.h"
 
 namespace speakerseg {
 namespace {
@@ -292,6 +293,50 @@ TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
   const Comparison single = compare(
       one, std::vector<float>(r.logprobs.data.begin(), r.logprobs.data.begin() + one.size()));
   EXPECT_LE(single.max_diff_all, kTolerance);
+  for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
+}
+
+// Streams' audio kept on the device (device_audio): the windows copied out of device memory are
+// the windows uploaded whole, so the results are bit-identical, over enough of three streams that
+// their blocks fill and carry into new ones, with a window of its own now and then among them.
+TEST(CudaEngine, DeviceAudioGivesWhatWholeWindowsGive) {
+  SKIP_WITHOUT_GPU();
+  const Reference r = load(kCases[3]);  // batch32: 320 s of real speech, end to end
+  std::vector<std::string> warnings;
+  auto model = SegmentationModel::load_onnx(r.model);
+  auto whole = make_cuda_engine(model, options_for(LstmAlgorithm::kAuto, true, 4, &warnings));
+  CudaEngineOptions kept_options = options_for(LstmAlgorithm::kAuto, true, 4, &warnings);
+  kept_options.device_audio = true;
+  auto kept = make_cuda_engine(model, kept_options);
+  ASSERT_NE(kept->description().find("kept on the device"), std::string::npos);
+  std::vector<WindowBuffer> streams;
+  for (uint64_t i = 0; i < 3; ++i)
+    streams.emplace_back(kWindowSamples, kSampleRate, staggered_first_end(kSampleRate, i));
+  const size_t per_window = static_cast<size_t>(frames_for_samples(kWindowSamples)) * kClasses;
+  int own = 0;
+  for (int step = 0; step < 40; ++step) {
+    std::vector<WindowJob> batch;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      const float* from = &r.input.data[(i * 90 + static_cast<size_t>(step)) * kSampleRate];
+      streams[i].push(from, kSampleRate, [&](WindowJob&& w) { batch.push_back(std::move(w)); });
+    }
+    if (step % 7 == 3) {
+      batch.push_back(WindowJob::from_window(0, &r.input.data[static_cast<size_t>(step) * 1000]));
+      ++own;
+    }
+    std::vector<const float*> windows;
+    std::vector<WindowOrigin> origins;
+    for (const auto& w : batch) {
+      windows.push_back(w.samples.data());
+      origins.push_back(w.samples.origin());
+    }
+    const int n = static_cast<int>(batch.size());
+    std::vector<float> a(n * per_window), b(n * per_window);
+    whole->forward_windows(windows.data(), n, kWindowSamples, a.data());
+    kept->forward_shared(windows.data(), origins.data(), n, kWindowSamples, b.data());
+    ASSERT_EQ(a, b) << "step " << step << ": max |diff| " << compare(b, a).max_diff_all;
+  }
+  EXPECT_GT(own, 0);
   for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
 }
 
