@@ -24,6 +24,10 @@ figure is the equal error rate (EER) over a split's pairs. Parts (all by default
   centroid  an enrolment clip against the mean of k of a person's turns in the programme (k 1-3;
             5 draws of k turns per person, random.Random(1)): EER, and the share of own and of
             others' means at or above a few thresholds (recall / false accepts).
+  snorm     symmetric score normalisation (S-norm, and adaptive AS-norm on each side's 100 best
+            cohort scores): each cosine centred and scaled by both sides' scores against a cohort
+            of voices nobody scored is: backend's train pieces, clean only or through channels;
+            on AMI also the other AMI set's pieces (the cohort a meeting deployment would have).
 
 The embedding is computed here in numpy, librosa and ONNX Runtime (models/voice-encoder-ge2e.onnx),
 mirroring the product's C++ (core/features/mel_spectrogram, core/identity/utterance_embedding):
@@ -32,7 +36,7 @@ hop 160, 40 slaney mels, frames centred with zero padding), partials of 160 fram
 mean of their embeddings renormalised. Nothing in the product changes: this is a report
 (docs/identity.md, "Channel-robust voice evidence").
 
-  .venv/bin/python3 scripts/evaluation/voice_channels.py [equalise] [band] [backend] [centroid]
+  .venv/bin/python3 scripts/evaluation/voice_channels.py [equalise] [band] [backend] [centroid] [snorm]
       [--programmes build/programmes-hard/hard] [--seed 7] [--draws 3] [--shrink 0.3]
 """
 import argparse
@@ -99,18 +103,19 @@ def items_of(split):
     return out
 
 
-def pairs(items, X):
-    """Cosines of the pairs within a programme: {(kind, same person): [cosine]}."""
+def pairs(items, X, S=None):
+    """Cosines (or scores S[i][j]) of the pairs within a programme: {(kind, same person): [score]}."""
     out = collections.defaultdict(list)
     for i, j in itertools.combinations(range(len(items)), 2):
         a, b = items[i], items[j]
         if a[0] == b[0] and "turn" in (a[2], b[2]):
-            out[(KINDS[a[2] != b[2]], a[1] == b[1])].append(float(X[i] @ X[j]))
+            out[(KINDS[a[2] != b[2]], a[1] == b[1])].append(
+                float(X[i] @ X[j] if S is None else S[i, j]))
     return out
 
 
-def eers(items, X):
-    k = pairs(items, X)
+def eers(items, X, S=None):
+    k = pairs(items, X, S)
     return [VS.eer(k[(kind, True)], k[(kind, False)])[0] for kind in KINDS]
 
 
@@ -237,8 +242,8 @@ def ami_pieces(seconds):
     return out
 
 
-def across(rows, X):
-    k = VS.pair_kinds(rows, X)
+def across(rows, X, S=None):
+    k = VS.pair_kinds(rows, X, S)
     same, diff = k.get(("across recordings", True), []), k.get(("across recordings", False), [])
     return VS.eer(same, diff)[0], f"{len(same)}/{len(diff)}"
 
@@ -298,7 +303,56 @@ def centroid(data, args):
           + [f"at {t:.2f}: own / others" for t in THRESHOLDS], rows)
 
 
-PARTS = {"equalise": equalise, "band": band, "backend": backend, "centroid": centroid}
+def snormed(X, cohort, top):
+    """Symmetric score normalisation of X's cosines against a cohort: each side's score centred
+    and scaled by its own scores against the cohort (the `top` highest of them: adaptive), the
+    two halves averaged."""
+    X = VS.unit(X)
+    C = X @ VS.unit(cohort).T
+    if top:
+        C = np.sort(C, axis=1)[:, -top:]
+    mu, sd = C.mean(1), C.std(1) + 1e-6
+    S = X @ X.T
+    return 0.5 * ((S - mu[:, None]) / sd[:, None] + (S - mu[None, :]) / sd[None, :])
+
+
+def snorm(data, args):
+    pieces = training_pieces(args.programmes, args.seed, args.draws)
+    X = np.stack([p[2] for p in pieces])
+    clean = X[[p[1] == "clean" for p in pieces]]
+    print(f"cohorts: the train split's people's pieces (training_pieces: {len(clean)} clean, "
+          f"{len(X)} with the channels); AMI cohort: the other AMI set's pieces\n")
+    emb = {s: np.stack([embed(mel(i[4])) for i in items]) for s, items in data.items()}
+    ami = ami_pieces(args.ami_seconds)
+    rows = []
+    for name, cohort, top in [("none", None, 0),
+                              ("S-norm, clean pieces", clean, 0),
+                              ("AS-norm top 100, clean pieces", clean, 100),
+                              ("S-norm, pieces through channels", X, 0),
+                              ("AS-norm top 100, pieces through channels", X, 100)]:
+        row = [name]
+        for s, items in data.items():
+            row += eers(items, emb[s], None if cohort is None else snormed(emb[s], cohort, top))
+        for s, (r, E) in ami.items():
+            row += across(r, E, None if cohort is None else snormed(E, cohort, top))
+        rows.append(row)
+    # On meetings, the cohort that a deployment would have: other meetings' voices.
+    sets = list(ami)
+    for top in (0, 100):
+        row = [f"{'AS-norm top 100' if top else 'S-norm'}, the other AMI set's pieces", "", "",
+               "", ""]
+        for s, (r, E) in ami.items():
+            other = ami[sets[1 - sets.index(s)]][1] if len(sets) == 2 else np.concatenate(
+                [ami[o][1] for o in sets if o != s])
+            row += across(r, E, snormed(E, other, top))
+        rows.append(row)
+    table(["normalisation"] + [f"{s} {k} EER" for s in data for k in KINDS]
+          + [h for s in ami for h in (f"AMI {s} EER", f"AMI {s} pairs same/different")],
+          rows)
+
+
+PARTS = {"equalise": equalise, "band": band, "backend": backend, "centroid": centroid,
+         "snorm": snorm}
 
 
 def main():

@@ -86,10 +86,11 @@ def of(kinds, same):
     return np.concatenate([v for (_, s), v in kinds.items() if s == same])
 
 
-def pair_kinds(rows, X):
-    """Cosine of every pair of pieces, by (where, same person)."""
-    X = unit(X)
-    S = X @ X.T
+def pair_kinds(rows, X, S=None):
+    """Cosine of every pair of pieces (or their score in S), by (where, same person)."""
+    if S is None:
+        X = unit(X)
+        S = X @ X.T
     kinds = collections.defaultdict(list)
     for i, j in itertools.combinations(range(len(rows)), 2):
         kinds[(where(rows[i][0], rows[j][0]), rows[i][1] == rows[j][1])].append(float(S[i, j]))

@@ -297,18 +297,17 @@ TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
 }
 
 // Streams' audio kept on the device (device_audio): the windows copied out of device memory are
-// the windows uploaded whole, so the results are bit-identical, over enough of three streams that
-// their blocks fill and carry into new ones, with a window of its own now and then among them.
+// the windows uploaded whole, so the results are bit-identical (one engine, the same plans and
+// graphs: forward_windows() uploads whole, forward_shared() from the device), over enough of three
+// streams that their blocks fill and carry into new ones, with a window of its own now and then.
 TEST(CudaEngine, DeviceAudioGivesWhatWholeWindowsGive) {
   SKIP_WITHOUT_GPU();
   const Reference r = load(kCases[3]);  // batch32: 320 s of real speech, end to end
   std::vector<std::string> warnings;
-  auto model = SegmentationModel::load_onnx(r.model);
-  auto whole = make_cuda_engine(model, options_for(LstmAlgorithm::kAuto, true, 4, &warnings));
-  CudaEngineOptions kept_options = options_for(LstmAlgorithm::kAuto, true, 4, &warnings);
-  kept_options.device_audio = true;
-  auto kept = make_cuda_engine(model, kept_options);
-  ASSERT_NE(kept->description().find("kept on the device"), std::string::npos);
+  CudaEngineOptions options = options_for(LstmAlgorithm::kAuto, true, 4, &warnings);
+  options.device_audio = true;
+  auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model), options);
+  ASSERT_NE(engine->description().find("kept on the device"), std::string::npos);
   std::vector<WindowBuffer> streams;
   for (uint64_t i = 0; i < 3; ++i)
     streams.emplace_back(kWindowSamples, kSampleRate, staggered_first_end(kSampleRate, i));
@@ -332,8 +331,8 @@ TEST(CudaEngine, DeviceAudioGivesWhatWholeWindowsGive) {
     }
     const int n = static_cast<int>(batch.size());
     std::vector<float> a(n * per_window), b(n * per_window);
-    whole->forward_windows(windows.data(), n, kWindowSamples, a.data());
-    kept->forward_shared(windows.data(), origins.data(), n, kWindowSamples, b.data());
+    engine->forward_windows(windows.data(), n, kWindowSamples, a.data());
+    engine->forward_shared(windows.data(), origins.data(), n, kWindowSamples, b.data());
     ASSERT_EQ(a, b) << "step " << step << ": max |diff| " << compare(b, a).max_diff_all;
   }
   EXPECT_GT(own, 0);
