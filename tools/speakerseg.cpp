@@ -80,9 +80,9 @@ std::shared_ptr<const VoiceModel> load_voice_model(const Args& a) {
 
 // Every option of every command: a misspelt one is an error, not a setting silently left at its
 // default (an option a command does not use is still ignored).
-constexpr const char* kFlags[] = {"device-audio", "json",   "lstm-seq-major", "no-cuda-graphs",
-                                  "offline",      "own",    "profile",        "raw",
-                                  "reidentify",   "replay", "tf32",           "verbose"};
+constexpr const char* kFlags[] = {
+    "device-audio", "fp16", "json",       "lstm-seq-major", "no-cuda-graphs", "offline", "own",
+    "profile",      "raw",  "reidentify", "replay",         "tf32",           "verbose"};
 constexpr const char* kValued[] = {"batch",
                                    "channels",
                                    "clean-others",
@@ -188,6 +188,8 @@ EngineFactory engine_factory(const Args& a) {
   s.device = static_cast<int>(device);
   s.cuda_graphs = !a.flag("no-cuda-graphs");
   s.tf32 = a.flag("tf32");
+  s.fp16 = a.flag("fp16");
+  if (s.tf32 && s.fp16) throw std::invalid_argument("--tf32 and --fp16 exclude each other");
   s.lstm_seq_major = a.flag("lstm-seq-major");
   // With --replay the replay engine does its host side (live), not the engine it replays.
   s.device_audio = a.flag("device-audio") && !a.flag("replay");
@@ -883,6 +885,9 @@ const char kEngineOptions[] =
     "    --device-audio           the CUDA engine keeps streams' audio on the GPU and uploads\n"
     "                             each window's new samples only (live; a measurement: whole\n"
     "                             windows are the default)\n"
+    "    --fp16                   FP16 tensor-core math past SincNet, FP32 data (CUDA engine;\n"
+    "                             never run on a GPU yet: a measurement; its accuracy model,\n"
+    "                             fp16-emulated-fp32-sinc, is harmless: docs/gpu.md)\n"
     "    --tf32                   TF32 tensor-core math instead of FP32 past SincNet (CUDA\n"
     "                             engine; emulated, within 0.002 DER of FP32: docs/gpu.md,\n"
     "                             \"Reduced precision, emulated\")\n"

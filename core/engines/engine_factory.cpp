@@ -148,6 +148,7 @@ EngineFactory::EngineFactory(EngineSettings settings, Reporters reporters)
       unused += std::string(" lstm-algorithm=") + lstm_algorithm_name(s.lstm_algorithm);
     if (!s.cuda_graphs) unused += " cuda-graphs=false";
     if (s.tf32) unused += " tf32";
+    if (s.fp16) unused += " fp16";
     if (s.lstm_seq_major) unused += " lstm-seq-major";
     if (s.device_audio) unused += " device-audio";
     if (!unused.empty())
@@ -175,7 +176,7 @@ std::string EngineFactory::identity() const {
       return "cuda;device=" + std::to_string(s.device) +
              ";lstm-algorithm=" + lstm_algorithm_name(s.lstm_algorithm) +
              ";cuda-graphs=" + (s.cuda_graphs ? "1" : "0") + ";tf32=" + (s.tf32 ? "1" : "0") +
-             ";lstm-seq-major=" + (s.lstm_seq_major ? "1" : "0") +
+             ";fp16=" + (s.fp16 ? "1" : "0") + ";lstm-seq-major=" + (s.lstm_seq_major ? "1" : "0") +
              ";device-audio=" + (s.device_audio ? "1" : "0");
     default:
       return "cpu;threads=" + std::to_string(s.threads) +
@@ -194,6 +195,7 @@ std::unique_ptr<SegmentationEngine> EngineFactory::segmentation(
     auto options = cuda_options<CudaEngineOptions>(settings_);
     options.max_batch = max_batch;  // the engine takes the memory for its largest batch now
     options.lstm_seq_major = settings_.lstm_seq_major;
+    options.fp16 = settings_.fp16;
     options.device_audio = settings_.device_audio;
     options.warn = reporters_.engine_warnings;
     try {

@@ -45,6 +45,7 @@ struct EngineSettings {
   LstmAlgorithm lstm_algorithm = LstmAlgorithm::kAuto;
   bool cuda_graphs = true;
   bool tf32 = false;
+  bool fp16 = false;            // CudaEngineOptions::fp16 (the segmentation engine)
   bool lstm_seq_major = false;  // CudaEngineOptions::lstm_seq_major (the segmentation engine)
   bool device_audio = false;    // CudaEngineOptions::device_audio (the segmentation engine)
   // The remote engines: server, model names, deadline.

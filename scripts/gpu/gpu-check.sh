@@ -340,7 +340,7 @@ engine_tests() {
   }
   mtest "$log" "$(remaining)" cuda_engine "${filter[@]}"
   rc=$?
-  grep -E '^\[ (cuda|cuda tf32|warning|stage) ' "$log"
+  grep -E '^\[ (cuda|cuda tf32|cuda fp16|warning|stage) ' "$log"
   grep -E '^(GPU|CUDA|cuBLAS|cuDNN|NVRTC)' "$log" | sort -u
   grep -E -A12 '^\[  FAILED  \]|Failure$' "$log" | head -n 80
   grep -m1 'Skipped' -A1 "$log" | tail -n 1 | sed 's/^/skip reason: /'
@@ -470,10 +470,11 @@ cpu_row() {  # cpu_row BATCH
 }
 algorithms="standard persist-static-small-h persist-dynamic"
 [ -n "$NO_NVRTC_FILTER" ] && algorithms="standard persist-static-small-h"
-gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major]
+gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major|fp16]
   local batch=$1 algorithm=$2 graphs=$3 line med p99 wps runs startup ratio extra=() label=$2
   [ "$graphs" = off ] && extra=(--no-cuda-graphs)
   [ "${4:-}" = seq-major ] && extra+=(--lstm-seq-major) && label="$algorithm seq"
+  [ "${4:-}" = fp16 ] && extra+=(--fp16) && label="$algorithm fp16"
   line=$(bench "$batch" --engine cuda --lstm-algorithm "$algorithm" "${extra[@]}")
   if [[ $line == error:* ]]; then
     printf '%-26s %6s %6s  %s\n' "$label" "$batch" "$graphs" "$line"
@@ -482,9 +483,9 @@ gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major]
   read -r med p99 wps runs startup <<<"$line"
   ratio=$(awk -v g="$wps" -v c="${cpu_wps[$batch]:-}" 'BEGIN { if (c > 0) printf "%.1f", g / c; else print "-" }')
   printf "$ROW_FORMAT" "$label" "$batch" "$graphs" "$med" "$p99" "$wps" "$runs" "$ratio" "${startup:--}"
-  # The fastest per batch is what sets auto's thresholds: the batch-major rows only, the layout
-  # the engine runs by default (sequence-major rows are compared by eye beside them).
-  [ "${4:-}" = seq-major ] && return
+  # The fastest per batch is what sets auto's thresholds: the default rows only, batch-major and
+  # fp32 (sequence-major and fp16 rows are compared by eye beside them).
+  [ -n "${4:-}" ] && return
   local key="$batch $graphs"
   if [ -z "${best_ms[$key]:-}" ] || awk -v a="$med" -v b="${best_ms[$key]}" 'BEGIN { exit !(a < b) }'; then
     best_ms[$key]=$med
@@ -518,7 +519,7 @@ fi
 # scripts/benchmarks/pyannet_torch.py, with the weights the bundle exported from the same model;
 # torch is the GPU image's, not the project's. Its parity with ONNX Runtime first, then its rows,
 # then ours / PyTorch fp32 at each batch the table measured.
-if begin peer 80 30; then
+if begin peer 110 30; then
   # Without the bundle's Debian libraries ahead of the image's: torch is the image's own.
   torch_env=(env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH#"$DLIB":}")
   torch_python=$(for py in python3 /opt/*/.venv/bin/python3 /usr/bin/python3; do
@@ -527,11 +528,13 @@ if begin peer 80 30; then
   done)
   # Ours with the LSTM's sequences sequence-major, as PyTorch hands them to cuDNN (the first run's
   # lead: its whole pass at batch 32 took half our LSTM's time), beside the batch-major rows above.
+  # And FP16 tensor cores past SincNet (--fp16), beside PyTorch's fp16 autocast below.
   table_header
-  echo "(seq: the LSTM's sequences sequence-major, speakerseg --lstm-seq-major)"
+  echo "(seq: the LSTM's sequences sequence-major, speakerseg --lstm-seq-major; fp16: --fp16)"
   for batch in 32 512; do
     for algorithm in standard persist-static-small-h; do
       [ "$(remaining)" -gt 25 ] && gpu_row "$batch" "$algorithm" on seq-major
+      [ "$(remaining)" -gt 25 ] && gpu_row "$batch" "$algorithm" on fp16
     done
   done
   if [ -z "$torch_python" ]; then

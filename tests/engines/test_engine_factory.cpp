@@ -161,6 +161,8 @@ TEST(EngineFactory, SettingsWithoutEffectAreSaidByName) {
   if (build_has_cuda_engine()) {
     s.device = 1;
     s.cuda_graphs = false;
+    s.fp16 = true;
+    s.device_audio = true;
   }
   Made m(s);
   EXPECT_EQ(m.factory->kind(), EngineKind::kCpu);
@@ -170,6 +172,8 @@ TEST(EngineFactory, SettingsWithoutEffectAreSaidByName) {
   if (build_has_cuda_engine()) {
     EXPECT_TRUE(has(ignored, "device=1")) << ignored;
     EXPECT_TRUE(has(ignored, "cuda-graphs=false")) << ignored;
+    EXPECT_TRUE(has(ignored, "fp16")) << ignored;
+    EXPECT_TRUE(has(ignored, "device-audio")) << ignored;
   }
   // Defaults are nobody's choice: nothing to say.
   EngineSettings plain;

@@ -88,6 +88,7 @@ class CudaEngine final : public SegmentationEngine {
       : model_(std::move(model)), options_(options) {
     if (options_.max_batch < 1)
       fail("max_batch must be at least 1, got " + std::to_string(options_.max_batch));
+    if (options_.tf32 && options_.fp16) fail("tf32 and fp16 exclude each other: choose one");
     if (options_.stage_check) options_.cuda_graphs = false;
     if (!options_.warn) options_.warn = cuda::warn_on_stderr;
     cuda::check_device_index(options_.device);
@@ -104,10 +105,14 @@ class CudaEngine final : public SegmentationEngine {
   std::string description() const override {
     return cuda::engine_description(device_name_, options_.device, cudnn_version_,
                                     lstm_algorithm_name(options_.lstm_algorithm),
-                                    options_.cuda_graphs, options_.tf32, classes_.size(),
+                                    options_.cuda_graphs, math_name(), classes_.size(),
                                     startup_seconds_) +
            (options_.lstm_seq_major ? ", LSTM sequence-major" : "") +
            (audio_cache_ ? ", streams' audio kept on the device" : "");
+  }
+
+  const char* math_name() const {
+    return options_.tf32 ? "tf32" : options_.fp16 ? "fp16 past SincNet" : "fp32";
   }
 
   std::vector<std::pair<std::string, double>> stage_seconds() const override {
@@ -161,7 +166,8 @@ class CudaEngine final : public SegmentationEngine {
                 kCublasWorkspace);
     // A workspace of our own: cuBLAS must not allocate while a graph is being captured.
     check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace), "cublasSetWorkspace");
-    // With tf32 SincNet's products still run in FP32 (StreamOps::gemm_fp32).
+    // With tf32 SincNet's products still run in FP32 (StreamOps::gemm_fp32); fp16 asks for it per
+    // product (StreamOps::gemm), so the handle stays FP32.
     check(cublasSetMathMode(cublas_,
                             options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "cublasSetMathMode");
@@ -174,7 +180,9 @@ class CudaEngine final : public SegmentationEngine {
 
     upload_parameters();
     rnns_ = std::make_unique<cuda::RnnCache>(cudnn_, stream_, dropout_, cudnn::lstm_stack(*model_),
-                                             options_.tf32);
+                                             options_.tf32   ? CUDNN_TENSOR_OP_MATH
+                                             : options_.fp16 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                             : CUDNN_FMA_MATH);
     // Standard's weight space, which the other algorithms share where their layout is the same.
     rnns_->get(LstmAlgorithm::kStandard, 0);
 
@@ -560,14 +568,30 @@ class CudaEngine final : public SegmentationEngine {
     void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
               int ldb, float beta, float* c, int ldc, const char* what) override {
       const float one = 1.f;
+      if (e_.options_.fp16) {
+        // FP32 data, both operands rounded to FP16 on the way into the tensor cores, FP32 sums:
+        // what the CPU engine's fp16-emulated-fp32-sinc measured.
+        const cublasStatus_t s = cublasGemmEx(
+            e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb,
+            &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS)
+          check(s, ("GemmEx, FP16 (" + std::string(what) + ")").c_str());
+        return;
+      }
       const cublasStatus_t s =
           cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
       if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
     }
     void gemm_fp32(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
                    int ldb, float beta, float* c, int ldc, const char* what) override {
-      // Without TF32 the handle's math is FP32 already: the same Sgemm as every other product.
-      if (!e_.options_.tf32) return gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, what);
+      // Without TF32 the handle's math is FP32 already (fp16 asks per product, in gemm()).
+      if (!e_.options_.tf32) {
+        const float one = 1.f;
+        const cublasStatus_t s =
+            cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+        if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
+        return;
+      }
       const float one = 1.f;
       const cublasStatus_t s = cublasGemmEx(
           e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &beta,
@@ -580,6 +604,15 @@ class CudaEngine final : public SegmentationEngine {
                               float beta, float* c, int ldc, int64_t stride_c, int count,
                               const char* what) override {
       const float one = 1.f;
+      if (e_.options_.fp16) {  // as gemm()
+        const cublasStatus_t s = cublasGemmStridedBatchedEx(
+            e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F,
+            ldb, stride_b, &beta, c, CUDA_R_32F, ldc, stride_c, count, CUBLAS_COMPUTE_32F_FAST_16F,
+            CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS)
+          check(s, ("GemmStridedBatchedEx, FP16 (" + std::string(what) + ")").c_str());
+        return;
+      }
       const cublasStatus_t s =
           cublasSgemmStridedBatched(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, stride_a, b,
                                     ldb, stride_b, &beta, c, ldc, stride_c, count);

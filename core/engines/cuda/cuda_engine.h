@@ -37,6 +37,13 @@ struct CudaEngineOptions {
   bool cuda_graphs = true;
   // TF32 tensor-core math in cuBLAS and cuDNN. Off: plain FP32 (FMA), as the parity tests need.
   bool tf32 = false;
+  // FP16 tensor-core math past SincNet: the convolutions' and the head's products (cuBLAS, FP32
+  // data rounded to FP16 on the way in, FP32 sums: CUBLAS_COMPUTE_32F_FAST_16F) and the LSTM's
+  // (cuDNN, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION on FP32 data); SincNet's products, norms,
+  // gates and cell state stay FP32. The CPU engine's fp16-emulated-fp32-sinc is its accuracy
+  // model (docs/gpu.md: harmless on every evaluation set). Excludes tf32. Off by default: never
+  // run on a GPU yet, and what cuDNN keeps in FP16 between steps is not known until it is.
+  bool fp16 = false;
   // The LSTM's sequences handed to cuDNN sequence-major and packed, as PyTorch hands them (its
   // standard LSTM ran a whole pass at batch 32 in half our LSTM's time on the first H200 run):
   // the features are transposed in and the output back, around the RNN. Off (the default, the

@@ -107,11 +107,12 @@ std::string cudnn_version() {
 
 std::string engine_description(const std::string& device_name, int device,
                                const std::string& cudnn_version, const char* lstm_algorithm,
-                               bool graphs, bool tf32, size_t classes, double startup_seconds) {
+                               bool graphs, const char* math, size_t classes,
+                               double startup_seconds) {
   return "cuda (" + device_name + ", device " + std::to_string(device) + ", cuDNN " +
-         cudnn_version + ", lstm " + lstm_algorithm + (graphs ? ", graphs" : ", no graphs") +
-         (tf32 ? ", tf32" : ", fp32") + ", " + std::to_string(classes) +
-         " batch classes ready in " + seconds_text(startup_seconds) + ")";
+         cudnn_version + ", lstm " + lstm_algorithm + (graphs ? ", graphs" : ", no graphs") + ", " +
+         math + ", " + std::to_string(classes) + " batch classes ready in " +
+         seconds_text(startup_seconds) + ")";
 }
 
 void warn_on_stderr(const std::string& message) {

@@ -40,7 +40,8 @@ std::string cudnn_version();
 // 1.23 s)": what both engines' description() says.
 std::string engine_description(const std::string& device_name, int device,
                                const std::string& cudnn_version, const char* lstm_algorithm,
-                               bool graphs, bool tf32, size_t classes, double startup_seconds);
+                               bool graphs, const char* math, size_t classes,
+                               double startup_seconds);
 // Where an engine's warnings go when its options name no place: stderr.
 void warn_on_stderr(const std::string& message);
 

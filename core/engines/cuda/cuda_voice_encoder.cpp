@@ -68,7 +68,7 @@ class CudaVoiceEncoder final : public VoiceEncoder {
   std::string description() const override {
     return cuda::engine_description(
         device_name_, options_.device, cudnn_version_, lstm_algorithm_name(options_.lstm_algorithm),
-        options_.cuda_graphs, options_.tf32, classes_.size(), startup_seconds_);
+        options_.cuda_graphs, options_.tf32 ? "tf32" : "fp32", classes_.size(), startup_seconds_);
   }
 
   void embed(const float* mel, int batch, int frames, float* embeddings) override {
@@ -105,7 +105,7 @@ class CudaVoiceEncoder final : public VoiceEncoder {
                  "uploading the voice encoder head");
 
     rnns_ = std::make_unique<cuda::RnnCache>(cudnn_, stream_, dropout_, cudnn::lstm_stack(*model_),
-                                             options_.tf32);
+                                             options_.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH);
     rnns_->get(LstmAlgorithm::kStandard, 0);
 
     const auto start = std::chrono::steady_clock::now();

@@ -56,8 +56,8 @@ size_t RnnCache::workspace_bytes(const Rnn& rnn, LstmAlgorithm a, cudnnRNNDataDe
 }
 
 RnnCache::RnnCache(cudnnHandle_t cudnn, cudaStream_t stream, cudnnDropoutDescriptor_t dropout,
-                   cudnn::LstmStack stack, bool tf32)
-    : cudnn_(cudnn), stream_(stream), dropout_(dropout), stack_(std::move(stack)), tf32_(tf32) {}
+                   cudnn::LstmStack stack, cudnnMathType_t math)
+    : cudnn_(cudnn), stream_(stream), dropout_(dropout), stack_(std::move(stack)), math_(math) {}
 
 RnnCache::~RnnCache() {
   for (auto& r : rnns_)
@@ -72,9 +72,9 @@ cudnnRNNDescriptor_t RnnCache::new_descriptor(LstmAlgorithm a) {
   const cudnnStatus_t s = cudnnSetRNNDescriptor_v8(
       d, cudnn_algo(a), CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
       stack_.directions == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
-      CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, tf32_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH,
-      stack_.layers.at(0).input_size, stack_.hidden, stack_.hidden,
-      static_cast<int32_t>(stack_.layers.size()), dropout_, CUDNN_RNN_PADDED_IO_ENABLED);
+      CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math_, stack_.layers.at(0).input_size, stack_.hidden,
+      stack_.hidden, static_cast<int32_t>(stack_.layers.size()), dropout_,
+      CUDNN_RNN_PADDED_IO_ENABLED);
   if (s != CUDNN_STATUS_SUCCESS) {
     cudnnDestroyRNNDescriptor(d);
     check(s, "cudnnSetRNNDescriptor_v8");

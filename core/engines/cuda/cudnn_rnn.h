@@ -37,9 +37,11 @@ void check_probe_status(cudnnStatus_t status, LstmAlgorithm algorithm, const std
 class RnnCache {
  public:
   // `stack` points into a model that outlives the cache. Linear input, no projection, double
-  // bias, dropout 0, padded IO; `tf32` selects tensor-op math, otherwise plain FMA.
+  // bias, dropout 0, padded IO; FP32 data, and `math` for its products: CUDNN_FMA_MATH (plain
+  // FP32), CUDNN_TENSOR_OP_MATH (TF32) or CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (FP16 tensor
+  // cores, the data converted).
   RnnCache(cudnnHandle_t cudnn, cudaStream_t stream, cudnnDropoutDescriptor_t dropout,
-           cudnn::LstmStack stack, bool tf32);
+           cudnn::LstmStack stack, cudnnMathType_t math);
   ~RnnCache();
   RnnCache(const RnnCache&) = delete;
   RnnCache& operator=(const RnnCache&) = delete;
@@ -69,7 +71,7 @@ class RnnCache {
   cudaStream_t stream_;
   cudnnDropoutDescriptor_t dropout_;
   cudnn::LstmStack stack_;
-  bool tf32_;
+  cudnnMathType_t math_;
   // By (algorithm, batch size for persist-dynamic, else 0); why a build failed.
   std::map<std::pair<LstmAlgorithm, int>, Rnn> rnns_;
   std::map<std::pair<LstmAlgorithm, int>, std::string> failures_;
