@@ -457,9 +457,9 @@ bench() {  # bench BATCH ARGS...: prints "median p99 windows/s runs start-up_s" 
 # an unbound variable, which stopped the summary at the end of any run whose table rows all
 # failed or did not run.
 declare -A cpu_wps=() best=() best_ms=()
-ROW_FORMAT='%-26s %6s %6s %11s %11s %12s %5s %9s %9s\n'
+ROW_FORMAT='%-28s %6s %6s %11s %11s %12s %5s %9s %9s\n'
 table_header() {
-  echo "(10 s windows of sample.wav, FP32; median and p99 per forward pass)"
+  echo "(10 s windows of sample.wav, FP32 unless a row says fp16; median and p99 per forward pass)"
   printf "$ROW_FORMAT" engine batch graphs median_ms p99_ms windows/s runs vs_cpu startup_s
 }
 cpu_row() {  # cpu_row BATCH
@@ -477,7 +477,7 @@ gpu_row() {  # gpu_row BATCH ALGORITHM on|off [seq-major|fp16]
   [ "${4:-}" = fp16 ] && extra+=(--fp16) && label="$algorithm fp16"
   line=$(bench "$batch" --engine cuda --lstm-algorithm "$algorithm" "${extra[@]}")
   if [[ $line == error:* ]]; then
-    printf '%-26s %6s %6s  %s\n' "$label" "$batch" "$graphs" "$line"
+    printf '%-28s %6s %6s  %s\n' "$label" "$batch" "$graphs" "$line"
     return
   fi
   read -r med p99 wps runs startup <<<"$line"
