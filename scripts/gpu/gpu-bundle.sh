@@ -7,6 +7,11 @@
 #                their pkg-config files: oneDNN, ONNX (onnx_proto), protobuf, libsndfile and the
 #                codecs it links, the OpenCL loader oneDNN links, GoogleTest (static), and pkgconf
 #                (meson's dependency() asks pkg-config).
+#   gst.tar.xz   Debian 12's GStreamer and GLib, apart from deps.tar.xz so that only the element
+#                phase puts them on the library path (the image's Python and torch never see them):
+#                headers, libraries and pkg-config files to build the plugin, gst-launch-1.0 and
+#                gst-inspect-1.0, the plugin scanner, and the four plugins the check's pipelines
+#                use (coreelements, wavparse, audioconvert, audioresample).
 #   meson-*.whl  meson, a pure-Python wheel from PyPI (MESON_VERSION).
 #   data.tar.xz  models/segmentation-3.0.onnx with its licence (and its weights as an .npz for the
 #                PyTorch peer, scripts/benchmarks/pyannet_torch.py), the parity tests' reference
@@ -33,6 +38,13 @@ PACKAGES=(
   nlohmann-json3-dev
   pkgconf-bin libpkgconf3
 )
+GST_PACKAGES=(
+  libglib2.0-0 libglib2.0-dev libffi8 libpcre2-8-0
+  libgstreamer1.0-0 libgstreamer1.0-dev libunwind8 libdw1 libelf1
+  libgstreamer-plugins-base1.0-0 libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base
+  liborc-0.4-0 gstreamer1.0-plugins-good gstreamer1.0-tools
+)
+GST_PLUGINS=(libgstcoreelements.so libgstwavparse.so libgstaudioconvert.so libgstaudioresample.so)
 # Newer than Debian 12's meson 1.0.1, which predates the GPU machine's Python 3.12; runs on 3.7 to
 # 3.13. The build definition is the same: CI builds the GPU check's way with this wheel too.
 MESON_VERSION=1.6.1
@@ -66,25 +78,32 @@ grep -q '^source shared' "$REFERENCE/manifest.txt" ||
 export XZ_OPT=${XZ_OPT:--T0}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/debs" "$stage/root" "$stage/data"
-chmod a+rx "$stage" "$stage/debs"  # apt-get download drops privileges to _apt
+mkdir -p "$stage/debs" "$stage/gst-debs" "$stage/root" "$stage/gst" "$stage/data"
+chmod a+rx "$stage" "$stage/debs" "$stage/gst-debs"  # apt-get download drops privileges to _apt
 
 # The installed version of each package where there is one, so that the bundle matches what this
 # machine builds and tests against; apt's cache first, apt-get download otherwise.
 versions=()
-for p in "${PACKAGES[@]}"; do
-  v=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
-  [ -n "$v" ] || die "$p is not installed: run scripts/setup.sh (or apt-get install $p) first"
-  versions+=("$p $v")
-  file=$(ls /var/cache/apt/archives/"${p}"_"${v//:/%3a}"_*.deb 2>/dev/null | head -n 1 || true)
-  if [ -n "$file" ]; then
-    cp "$file" "$stage/debs/"
-  else
-    (cd "$stage/debs" && apt-get download -qq "$p=$v" >/dev/null) ||
-      die "apt-get download $p=$v failed (run apt-get update?)"
-  fi
-done
+fetch() {  # fetch DIR PACKAGE...
+  local dir=$1 p v file
+  shift
+  for p in "$@"; do
+    v=$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)
+    [ -n "$v" ] || die "$p is not installed: run scripts/setup.sh (or apt-get install $p) first"
+    versions+=("$p $v")
+    file=$(ls /var/cache/apt/archives/"${p}"_"${v//:/%3a}"_*.deb 2>/dev/null | head -n 1 || true)
+    if [ -n "$file" ]; then
+      cp "$file" "$dir/"
+    else
+      (cd "$dir" && apt-get download -qq "$p=$v" >/dev/null) ||
+        die "apt-get download $p=$v failed (run apt-get update?)"
+    fi
+  done
+}
+fetch "$stage/debs" "${PACKAGES[@]}"
+fetch "$stage/gst-debs" "${GST_PACKAGES[@]}"
 for deb in "$stage"/debs/*.deb; do dpkg-deb -x "$deb" "$stage/root"; done
+for deb in "$stage"/gst-debs/*.deb; do dpkg-deb -x "$deb" "$stage/gst"; done
 
 # Headers, libraries, their pkg-config files and pkgconf: no documentation, no CMake files, no
 # unused ONNX library.
@@ -98,6 +117,16 @@ for f in "$stage/root/$lib"/*; do
 done
 mkdir -p "$OUT"
 tar -C "$stage/root" -cJf "$OUT/deps.tar.xz" "${keep[@]}"
+
+# GStreamer: headers, libraries, pkg-config files, the tools, the scanner, four plugins.
+keep=(usr/include usr/bin/gst-launch-1.0 usr/bin/gst-inspect-1.0 "$lib/glib-2.0"
+  "$lib/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner")
+for f in "$stage/gst/$lib"/*.so* "$stage/gst/$lib"/pkgconfig; do keep+=("$lib/$(basename "$f")"); done
+for f in "${GST_PLUGINS[@]}"; do
+  [ -f "$stage/gst/$lib/gstreamer-1.0/$f" ] || die "$f is not in ${GST_PACKAGES[*]}"
+  keep+=("$lib/gstreamer-1.0/$f")
+done
+tar -C "$stage/gst" -cJf "$OUT/gst.tar.xz" "${keep[@]}"
 
 wheel=meson-$MESON_VERSION-py3-none-any.whl
 rm -f $(ls "$OUT"/meson-*.whl 2>/dev/null | grep -v -F "/$wheel")
@@ -125,11 +154,13 @@ tar -C "$stage/data" -cJf "$OUT/data.tar.xz" model reference reference-voice aud
   printf '  %s\n' "${versions[@]}"
   echo "reference: $(tr '\n' ';' <"$REFERENCE/manifest.txt")"
   echo "meson: $MESON_VERSION (PyPI wheel)"
-  (cd "$OUT" && sha256sum deps.tar.xz data.tar.xz "$wheel")
+  (cd "$OUT" && sha256sum deps.tar.xz gst.tar.xz data.tar.xz "$wheel")
 } >"$OUT/MANIFEST.txt"
 
-total=$(du -cb "$OUT"/deps.tar.xz "$OUT"/data.tar.xz "$OUT/$wheel" "$OUT"/MANIFEST.txt | tail -n 1 | cut -f1)
-say "$(du -h "$OUT/deps.tar.xz" | cut -f1) deps.tar.xz, $(du -h "$OUT/data.tar.xz" | cut -f1) data.tar.xz," \
+total=$(du -cb "$OUT"/deps.tar.xz "$OUT"/gst.tar.xz "$OUT"/data.tar.xz "$OUT/$wheel" \
+  "$OUT"/MANIFEST.txt | tail -n 1 | cut -f1)
+say "$(du -h "$OUT/deps.tar.xz" | cut -f1) deps.tar.xz, $(du -h "$OUT/gst.tar.xz" | cut -f1) gst.tar.xz," \
+  "$(du -h "$OUT/data.tar.xz" | cut -f1) data.tar.xz," \
   "$(du -h "$OUT/$wheel" | cut -f1) $wheel:" \
   "$((total / 1048576)) MiB in $OUT"
 [ "$total" -lt $((LIMIT_MIB * 1048576)) ] || die "the bundle is over $LIMIT_MIB MiB"

@@ -19,6 +19,9 @@
 #               each LSTM algorithm, graphs on, and the CPU engine on the same windows;
 #   peer        pyannote's PyanNet in PyTorch (scripts/benchmarks/pyannet_torch.py, the image's
 #               torch) on the same windows: parity, fp32/default/graph/fp16 rows, ours / PyTorch;
+#   element     the plugin built against the bundle's GStreamer (gst.tar.xz), sample.wav through
+#               speakerchange engine=cpu and engine=cuda (the same changes within two frames),
+#               and two elements in one process sharing one CUDA engine;
 #   voice       the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
 #   sanitizer   compute-sanitizer memcheck, then initcheck, on a few GPU tests;
 #   long-table  batches 2, 4, 16, 64, 256 graphs on, every batch graphs off, 5 000 live channels
@@ -39,7 +42,8 @@
 #   GPU_CHECK_OUT     where gpu-check.txt and gpu-check-logs.tar.gz go (default GPU_CHECK_DIR/results;
 #                     on the device tool: $OUT)
 #   GPU_CHECK_BUDGET  seconds for the whole run, build included (default 300)
-#   GPU_CHECK_PHASES  which phases run (default "tests live table peer voice sanitizer long-table"); a
+#   GPU_CHECK_PHASES  which phases run (default "tests live table peer element voice sanitizer
+#                     long-table"); a
 #                     rerun of what a first run skipped names only those
 #   GPU_CHECK_ROW_TIMEOUT  at most this many seconds per benchmark row (default 60)
 #   CUDNN_ROOT / CUDA_HOME  where cuDNN or the toolkit are, where the search below misses them
@@ -50,7 +54,7 @@ BUNDLE=$(realpath -m "${GPU_BUNDLE:-.gpu-bundle}")
 WORK=$(realpath -m "${GPU_CHECK_DIR:-build-gpu-check}")
 RESULTS=$(realpath -m "${GPU_CHECK_OUT:-$WORK/results}")
 BUDGET=${GPU_CHECK_BUDGET:-300}
-PHASES=" ${GPU_CHECK_PHASES:-tests live table peer voice sanitizer long-table} "
+PHASES=" ${GPU_CHECK_PHASES:-tests live table peer element voice sanitizer long-table} "
 ROW_TIMEOUT=${GPU_CHECK_ROW_TIMEOUT:-60}
 BUILD_ONLY=0
 # --build-only has no budget: its tests must run however long a slow machine takes to build.
@@ -270,14 +274,15 @@ DATA=$WORK/data
 DLIB=$DEPS/usr/lib/x86_64-linux-gnu
 # Unpacked once per bundle: a second run on the same machine keeps the build.
 if ! cmp -s "$BUNDLE/MANIFEST.txt" "$WORK/MANIFEST.txt"; then
-  rm -rf "$DEPS" "$DATA" "$WORK/meson" "$WORK/MANIFEST.txt"
+  rm -rf "$DEPS" "$DATA" "$WORK/gst" "$WORK/meson" "$WORK/MANIFEST.txt"
   # Python's tarfile and zipfile: the image may have neither xz nor unzip.
   "$PYTHON" - "$BUNDLE" "$WORK" "$wheel" <<'PY' || die "cannot unpack $BUNDLE"
-import sys, tarfile, zipfile
+import os, sys, tarfile, zipfile
 bundle, work, wheel = sys.argv[1:]
-for name, to in (("deps", "deps"), ("data", "data")):
-    with tarfile.open(f"{bundle}/{name}.tar.xz") as t:
-        t.extractall(f"{work}/{to}")
+for name, to in (("deps", "deps"), ("data", "data"), ("gst", "gst")):
+    if os.path.exists(f"{bundle}/{name}.tar.xz"):  # gst: bundles before session 23 have none
+        with tarfile.open(f"{bundle}/{name}.tar.xz") as t:
+            t.extractall(f"{work}/{to}")
 zipfile.ZipFile(wheel).extractall(f"{work}/meson")
 PY
   # The packages' pkg-config files name /usr: here they are under $DEPS. Only shared libraries
@@ -285,6 +290,10 @@ PY
   for pc in "$DLIB"/pkgconfig/*.pc "$DEPS"/usr/share/pkgconfig/*.pc; do
     sed -i -e "s#=/usr#=$DEPS/usr#" -e "s#-I/usr/include#-I$DEPS/usr/include#g" \
       -e '/^Requires.private:/d' "$pc"
+  done
+  for pc in "$WORK"/gst/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i -e "s#=/usr#=$WORK/gst/usr#" \
+      -e "s#-I/usr/include#-I$WORK/gst/usr/include#g" -e '/^Requires.private:/d' "$pc"
   done
   printf 'from mesonbuild import mesonmain\nimport sys\nsys.exit(mesonmain.main())\n' \
     >"$WORK/meson/meson.py"
@@ -553,6 +562,61 @@ if begin peer 110 30; then
         echo "batch $batch: ours ${best["$batch on"]} $ours ms, PyTorch fp32 $theirs ms:" \
           "ours takes $(awk -v a="$ours" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')x PyTorch's time"
     done
+  fi
+  end_phase
+fi
+
+# --- 5c. The element on the GPU (issue 36 §4) ----------------------------------------------------
+# The plugin built against the bundle's GStreamer (Debian 12's, gst.tar.xz) in a build of its own,
+# so that the other phases never depend on it; GStreamer and GLib on the library path of these
+# commands only. sample.wav through filesrc ! wavparse ! audioconvert ! audioresample !
+# speakerchange ! fakesink with engine=cpu, then engine=cuda: the same changes within two frames
+# (scripts/gpu/compare_changes.py); then two elements in one process (a tee), engine=cuda, which
+# share one engine (the default shared-engine=true): each gives the same changes again, and the
+# shared engine's description they log is one (its start-up time included).
+if begin element 120 60; then
+  GST=$WORK/gst
+  GLIB=$GST/usr/lib/x86_64-linux-gnu
+  GBUILD=$WORK/build-gst
+  if ! [ -x "$GST/usr/bin/gst-launch-1.0" ]; then
+    say "element: the bundle has no gst.tar.xz (made before session 23): run scripts/gpu/gpu-bundle.sh"
+  else
+    gst_env=(env "LD_LIBRARY_PATH=$GLIB:$LD_LIBRARY_PATH" "LIBRARY_PATH=$GLIB:$LIBRARY_PATH"
+      "PKG_CONFIG_LIBDIR=$GLIB/pkgconfig:$PKG_CONFIG_LIBDIR")
+    greconf=()
+    [ -f "$GBUILD/build.ninja" ] && greconf=(--reconfigure)
+    if ! "${gst_env[@]}" "${MESON[@]}" setup "${greconf[@]}" "$GBUILD" "${setup_args[@]}" \
+      -Dgst=enabled -Dtests=false >"$LOGS/element-setup.log" 2>&1; then
+      tail -n 20 "$LOGS/element-setup.log"
+      say "element: meson setup with GStreamer failed (log: $LOGS/element-setup.log)"
+    elif ! timeout -k 5 "$(remaining)" "${gst_env[@]}" "${MESON[@]}" compile -C "$GBUILD" \
+      gst/speakerchange/gstspeakerchange >"$LOGS/element-build.log" 2>&1; then
+      grep -E -B2 -A8 'error|FAILED' "$LOGS/element-build.log" | head -n 40
+      say "element: the plugin did not build (log: $LOGS/element-build.log)"
+    else
+      say "element: plugin built, $((SECONDS - PHASE_START)) s into the phase"
+      run_env=("${gst_env[@]}" "GST_PLUGIN_SYSTEM_PATH_1_0=$GLIB/gstreamer-1.0"
+        "GST_PLUGIN_PATH_1_0=$GBUILD/gst/speakerchange"
+        "GST_PLUGIN_SCANNER_1_0=$GLIB/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner"
+        "GST_REGISTRY_1_0=$WORK/gst-registry.bin" "GST_DEBUG=speakerchange:4")
+      source=(filesrc "location=$DATA/audio/sample.wav" ! wavparse ! audioconvert ! audioresample)
+      # The messages (stdout) apart from the debug log (stderr), whose lines would cut into them.
+      element_run() {  # element_run NAME PIPELINE...
+        local name=$1 log=$LOGS/element-$1.log err=$LOGS/element-$1.err
+        shift
+        timeout -k 5 "$(remaining)" "${run_env[@]}" "$GST/usr/bin/gst-launch-1.0" -m "$@" \
+          >"$log" 2>"$err"
+        echo "element $name: exit $?, $(grep -c ': speaker-change, ' "$log") changes"
+        grep -o 'shared engine cuda.*batch classes ready in [^)]*)' "$err" | sort | uniq -c
+        grep -E -m 3 'ERROR|error:' "$log" "$err"
+      }
+      element_run cpu "${source[@]}" ! speakerchange engine=cpu ! fakesink
+      element_run cuda "${source[@]}" ! speakerchange engine=cuda ! fakesink
+      element_run two-cuda "${source[@]}" ! tee name=t t. ! queue ! speakerchange engine=cuda \
+        ! fakesink t. ! queue ! speakerchange engine=cuda ! fakesink
+      "$PYTHON" scripts/gpu/compare_changes.py "$LOGS/element-cpu.log" "$LOGS/element-cuda.log"
+      "$PYTHON" scripts/gpu/compare_changes.py "$LOGS/element-cpu.log" "$LOGS/element-two-cuda.log"
+    fi
   fi
   end_phase
 fi
