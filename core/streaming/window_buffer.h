@@ -99,6 +99,11 @@ class WindowBuffer {
   using WindowFn = std::function<void(WindowJob&& window)>;
 
   WindowBuffer(int window_samples, int step_samples, int first_end = 0);
+  // One writer per block: a copy would write into the block its original's windows show.
+  WindowBuffer(const WindowBuffer&) = delete;
+  WindowBuffer& operator=(const WindowBuffer&) = delete;
+  WindowBuffer(WindowBuffer&&) = default;
+  WindowBuffer& operator=(WindowBuffer&&) = default;
 
   // Appends samples (null: silence) and calls `on_window` for every step boundary they cross, in
   // order, so a buffer longer than a step loses no window.

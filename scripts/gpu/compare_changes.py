@@ -16,7 +16,7 @@ import re
 import sys
 
 MESSAGE = re.compile(r'from element "([^"]+)" \(element\): speaker-change, (.*)$')
-FIELD = re.compile(r'(timestamp|speaker)=\((?:guint64|string)\)("(?:[^"\\]|\\.)*"|[^,]*)')
+FIELD = re.compile(r'(?:^|, )(timestamp|speaker)=\((?:guint64|string)\)("(?:[^"\\]|\\.)*"|[^,]*)')
 
 
 def changes(path):

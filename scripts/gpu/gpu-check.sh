@@ -595,7 +595,10 @@ if begin element 120 60; then
       say "element: the plugin did not build (log: $LOGS/element-build.log)"
     else
       say "element: plugin built, $((SECONDS - PHASE_START)) s into the phase"
+      # The CUDA engine is a module the plugin opens at run time: the main build's (the same
+      # sources and options), since this build made the plugin only.
       run_env=("${gst_env[@]}" "GST_PLUGIN_SYSTEM_PATH_1_0=$GLIB/gstreamer-1.0"
+        "SPEAKERSEG_CUDA_MODULE=$BUILD/core/libspeakerseg-cuda.so"
         "GST_PLUGIN_PATH_1_0=$GBUILD/gst/speakerchange"
         "GST_PLUGIN_SCANNER_1_0=$GLIB/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner"
         "GST_REGISTRY_1_0=$WORK/gst-registry.bin" "GST_DEBUG=speakerchange:4")

@@ -52,9 +52,9 @@ struct CudaEngineOptions {
   // Streams' audio kept on the device (device_audio_cache.h): a window shared with its stream's
   // earlier ones (SegmentationEngine::forward_shared) uploads the samples the device does not
   // hold yet, about a step, instead of the whole window; the windows are then copied out of
-  // device memory. At most `device_audio_slots` blocks (1.28 MB each, taken in chunks as streams
-  // come; at least two per window of the largest batch). Off (the default): every window is
-  // uploaded whole, the path every GPU figure so far was measured with.
+  // device memory. At most `device_audio_slots` blocks (1.28 MB each, about one a stream, taken in
+  // chunks as streams come; at least two per window of the largest batch). Off (the default):
+  // every window is uploaded whole, the path every GPU figure so far was measured with.
   bool device_audio = false;
   size_t device_audio_slots = 8192;
   // Largest batch forward() accepts. Batches run padded up to a class: 1, 2, 4, ... below

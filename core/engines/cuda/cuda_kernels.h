@@ -44,8 +44,9 @@ struct CopySpan {
   float* to;
   int64_t count;
 };
-// Makes the `n` copies of the table `spans` (in device memory), none longer than `longest`; no
-// copy's target may overlap another's source or target.
+// Makes the `n` copies of the table `spans` (in device memory), none longer than `longest`, in any
+// order or at once: where one copy's target overlaps another's source or target, both must carry
+// the same values there.
 cudaError_t copy_spans(const CopySpan* spans, int n, int64_t longest, cudaStream_t stream);
 
 // x[r][k] = LeakyReLU(x[r][k] + bias[k]).

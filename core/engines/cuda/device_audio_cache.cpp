@@ -22,6 +22,16 @@ const DeviceAudioCache::Plan& DeviceAudioCache::plan(const float* const* windows
     throw EngineError("windows of " + std::to_string(samples) + " samples are longer than a " +
                       "slot of device audio (" + std::to_string(slot_samples_) + ")");
   ++batch_;
+  // Free what the last batch retired, unless another block took it since (least recently used).
+  for (const auto& [slot, block] : retiring_) {
+    Slot& s = slots_[slot];
+    if (s.free || s.block != block) continue;
+    if (block != 0) by_block_.erase(block);
+    s.block = 0;
+    s.free = true;
+    free_.splice(free_.end(), ages_, s.age);
+  }
+  retiring_.clear();
   plan_.uploads.clear();
   plan_.carries.clear();
   plan_.windows.clear();
@@ -33,6 +43,7 @@ const DeviceAudioCache::Plan& DeviceAudioCache::plan(const float* const* windows
       const size_t slot = take_slot(0);
       upload(windows[i], slot, 0, samples);
       plan_.windows.emplace_back(slot, 0);
+      retire(slot, 0);
       continue;
     }
     const float* block_start = windows[i] - o.offset;
@@ -43,6 +54,11 @@ const DeviceAudioCache::Plan& DeviceAudioCache::plan(const float* const* windows
       slots_[slot].lo = o.offset;
       slots_[slot].hi = end;
       plan_.windows.emplace_back(slot, o.offset);
+      // The stream has moved on to this block: its previous one is wanted no more.
+      if (o.previous != 0) {
+        const auto previous = by_block_.find(o.previous);
+        if (previous != by_block_.end()) retire(previous->second, o.previous);
+      }
       continue;
     }
     const size_t slot = found->second;
@@ -73,7 +89,11 @@ const DeviceAudioCache::Plan& DeviceAudioCache::plan(const float* const* windows
 
 size_t DeviceAudioCache::take_slot(uint64_t block) {
   size_t slot;
-  if (slots_.size() < max_slots_) {
+  if (!free_.empty()) {
+    slot = free_.front();
+    slots_[slot].free = false;
+    ages_.splice(ages_.end(), free_, slots_[slot].age);
+  } else if (slots_.size() < max_slots_) {
     slot = slots_.size();
     slots_.emplace_back();
     slots_.back().age = ages_.insert(ages_.end(), slot);

@@ -11,7 +11,9 @@
 // there, so that a stream's audio crosses the bus about once. A block's samples never change
 // once written, and a recycled block comes back under a new id, so what a slot holds never goes
 // stale. A window of its own (block 0), or one that does not fit a slot, is uploaded whole into a
-// slot that is free again after the batch.
+// slot that is free again after the batch; so is a block's slot once its stream's next block has
+// come (a stream's windows come in order, so none of the old block follows). Slots in use follow
+// the streams, not the running time: about one a stream.
 //
 // The engine makes a batch's copies in three steps, each finished before the next: the uploads,
 // then the copies between slots (their sources hold this batch's uploads; a slot that a copy
@@ -62,6 +64,8 @@ class DeviceAudioCache {
   size_t max_slots() const { return max_slots_; }
   // Slots ever used: the device memory must hold this many (it grows as streams come).
   size_t slots_used() const { return slots_.size(); }
+  // Slots that hold a block a later window may use.
+  size_t slots_holding() const { return by_block_.size(); }
   // Across every plan: windows planned, and samples uploaded.
   uint64_t windows_planned() const { return windows_planned_; }
   uint64_t samples_uploaded() const { return samples_uploaded_; }
@@ -73,11 +77,14 @@ class DeviceAudioCache {
     size_t lo = 0, hi = 0;  // the run of the block it holds
     uint64_t batch = 0;     // the last batch that used it
     uint64_t filled = 0;    // the last batch that carried samples into it
-    std::list<size_t>::iterator age;
+    bool free = false;
+    std::list<size_t>::iterator age;  // in ages_, or (free) in free_
   };
   // A slot for a window of `block` (0: its own) in this batch: taken and marked used.
   size_t take_slot(uint64_t block);
   void touch(size_t slot);
+  // After this batch `slot` (holding `block`; 0: a window of its own) is free for another.
+  void retire(size_t slot, uint64_t block) { retiring_.emplace_back(slot, block); }
   void upload(const float* from, size_t slot, size_t at, size_t count);
   // Places samples [a, b) of the block of `origin` (its samples at `block_start` on the host)
   // into `slot`: carried from the previous block's slot where it holds them, uploaded otherwise.
@@ -85,7 +92,9 @@ class DeviceAudioCache {
 
   const size_t slot_samples_, max_slots_;
   std::vector<Slot> slots_;
-  std::list<size_t> ages_;  // slots, used longest ago first
+  std::list<size_t> ages_;  // slots in use, used longest ago first
+  std::list<size_t> free_;  // slots free for another block
+  std::vector<std::pair<size_t, uint64_t>> retiring_;
   std::unordered_map<uint64_t, size_t> by_block_;
   uint64_t batch_ = 0;
   Plan plan_;

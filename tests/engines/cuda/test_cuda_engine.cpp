@@ -326,13 +326,18 @@ TEST(CudaEngine, ShapesAndArenaGrowthKeepResults) {
 // Streams' audio kept on the device (device_audio): the windows copied out of device memory are
 // the windows uploaded whole, so the results are bit-identical (one engine, the same plans and
 // graphs: forward_windows() uploads whole, forward_shared() from the device), over enough of three
-// streams that their blocks fill and carry into new ones, with a window of its own now and then.
-TEST(CudaEngine, DeviceAudioGivesWhatWholeWindowsGive) {
+// streams that their blocks fill and carry into new ones, with a window of its own now and then;
+// with the default slots, and with the fewest the engine takes (8 at batch 4), where slots are
+// taken from blocks still held.
+class CudaDeviceAudio : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(CudaDeviceAudio, GivesWhatWholeWindowsGive) {
   SKIP_WITHOUT_GPU();
   const Reference r = load(kCases[3]);  // batch32: 320 s of real speech, end to end
   std::vector<std::string> warnings;
   CudaEngineOptions options = options_for(LstmAlgorithm::kAuto, true, 4, &warnings);
   options.device_audio = true;
+  options.device_audio_slots = GetParam();
   auto engine = make_cuda_engine(SegmentationModel::load_onnx(r.model), options);
   ASSERT_NE(engine->description().find("kept on the device"), std::string::npos);
   std::vector<WindowBuffer> streams;
@@ -365,6 +370,9 @@ TEST(CudaEngine, DeviceAudioGivesWhatWholeWindowsGive) {
   EXPECT_GT(own, 0);
   for (const auto& w : warnings) std::printf("[ warning  ] %s\n", w.c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Slots, CudaDeviceAudio,
+                         ::testing::Values(CudaEngineOptions{}.device_audio_slots, size_t{8}));
 
 // The shared scheduler hands the engine batches of every size from 1 to its maximum, in any
 // order, without the arena ever growing: each size must keep its own answers (its graph and its

@@ -158,6 +158,27 @@ TEST(DeviceAudioCache, ABatchOfEveryStreamCostsAStepAWindow) {
   }
 }
 
+// Slots follow the streams, not the running time: a block's slot is free again once its stream has
+// moved on to the next block, and a window of its own frees its slot after its batch. Three
+// streams over 300 s (20 blocks each) with windows of their own among them hold a few slots, not
+// one per block ever seen.
+TEST(DeviceAudioCache, SlotsFollowTheStreamsNotTheTime) {
+  DeviceAudioCache cache(2 * kWindow, 64);
+  DeviceSlots device(cache);
+  std::vector<Stream> streams;
+  for (uint32_t i = 0; i < 3; ++i) streams.emplace_back(i + 1, 1 + static_cast<int>(i) * 7);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<WindowJob> batch;
+    for (auto& s : streams)
+      for (auto& w : s.push(kStep)) batch.push_back(std::move(w));
+    if (round % 5 == 0) batch.push_back(WindowJob{0, kWindow, std::vector<float>(kWindow, 1.f)});
+    expect_windows(batch, device.run(plan_of(cache, batch), kWindow));
+  }
+  EXPECT_GT(cache.samples_carried(), 0u);
+  EXPECT_LE(cache.slots_holding(), 2 * streams.size());
+  EXPECT_LE(cache.slots_used(), 3 * streams.size() + 1);
+}
+
 TEST(DeviceAudioCache, RefusesWhatItCannotHold) {
   DeviceAudioCache cache(2 * kWindow, 4);
   std::vector<float> audio(3 * kWindow, 1.f);
