@@ -565,39 +565,21 @@ class CudaEngine final : public SegmentationEngine {
    public:
     StreamOps(CudaEngine& e, Plan& p, bool timed) : e_(e), p_(p), timed_(timed) {}
 
+    // fp16: FP32 data, both operands rounded to FP16 on the way into the tensor cores, FP32
+    // sums (what the CPU engine's fp16-emulated-fp32-sinc measured); otherwise the handle's math.
     void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
               int ldb, float beta, float* c, int ldc, const char* what) override {
-      const float one = 1.f;
-      if (e_.options_.fp16) {
-        // FP32 data, both operands rounded to FP16 on the way into the tensor cores, FP32 sums:
-        // what the CPU engine's fp16-emulated-fp32-sinc measured.
-        const cublasStatus_t s = cublasGemmEx(
-            e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb,
-            &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
-        if (s != CUBLAS_STATUS_SUCCESS)
-          check(s, ("GemmEx, FP16 (" + std::string(what) + ")").c_str());
-        return;
-      }
-      const cublasStatus_t s =
-          cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
-      if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
+      if (e_.options_.fp16)
+        return gemm_ex(CUBLAS_COMPUTE_32F_FAST_16F, "FP16", ta, tb, m, n, k, a, lda, b, ldb, beta,
+                       c, ldc, what);
+      sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, what);
     }
     void gemm_fp32(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
                    int ldb, float beta, float* c, int ldc, const char* what) override {
       // Without TF32 the handle's math is FP32 already (fp16 asks per product, in gemm()).
-      if (!e_.options_.tf32) {
-        const float one = 1.f;
-        const cublasStatus_t s =
-            cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
-        if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
-        return;
-      }
-      const float one = 1.f;
-      const cublasStatus_t s = cublasGemmEx(
-          e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &beta,
-          c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
-      if (s != CUBLAS_STATUS_SUCCESS)
-        check(s, ("GemmEx, FP32 (" + std::string(what) + ")").c_str());
+      if (!e_.options_.tf32) return sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, what);
+      gemm_ex(CUBLAS_COMPUTE_32F_PEDANTIC, "FP32", ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc,
+              what);
     }
     void gemm_strided_batched(bool ta, bool tb, int m, int n, int k, const float* a, int lda,
                               int64_t stride_a, const float* b, int ldb, int64_t stride_b,
@@ -618,6 +600,25 @@ class CudaEngine final : public SegmentationEngine {
                                     ldb, stride_b, &beta, c, ldc, stride_c, count);
       if (s != CUBLAS_STATUS_SUCCESS)
         check(s, ("SgemmStridedBatched (" + std::string(what) + ")").c_str());
+    }
+    // One product with the handle's math, and one with `compute` on FP32 data (`label` names it
+    // in errors).
+    void sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+               int ldb, float beta, float* c, int ldc, const char* what) {
+      const float one = 1.f;
+      const cublasStatus_t s =
+          cublasSgemm(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+      if (s != CUBLAS_STATUS_SUCCESS) check(s, ("Sgemm (" + std::string(what) + ")").c_str());
+    }
+    void gemm_ex(cublasComputeType_t compute, const char* label, bool ta, bool tb, int m, int n,
+                 int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                 int ldc, const char* what) {
+      const float one = 1.f;
+      const cublasStatus_t s =
+          cublasGemmEx(e_.cublas_, op(ta), op(tb), m, n, k, &one, a, CUDA_R_32F, lda, b, CUDA_R_32F,
+                       ldb, &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT);
+      if (s != CUBLAS_STATUS_SUCCESS)
+        check(s, ("GemmEx, " + std::string(label) + " (" + what + ")").c_str());
     }
     void wave_norm(float* x, int batch, int samples, float scale, float bias, float eps) override {
       check(cuda::wave_norm(x, batch, samples, scale, bias, eps, e_.stream_), "wave_norm kernel");
