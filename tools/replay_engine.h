@@ -50,9 +50,8 @@ class ReplayEngine final : public SegmentationEngine {
       throw EngineError("replay: no whole windows of log-probabilities to replay");
     // As the CUDA engine sizes it (CudaEngineOptions::device_audio_slots).
     if (device_audio)
-      audio_ = std::make_unique<cuda::DeviceAudioCache>(
-          2 * static_cast<size_t>(kWindowSamples),
-          std::max<size_t>(CudaEngineOptions{}.device_audio_slots, 2 * max_batch));
+      audio_ =
+          cuda::DeviceAudioCache::for_windows(CudaEngineOptions{}.device_audio_slots, max_batch);
   }
 
   std::string description() const override {
@@ -71,11 +70,7 @@ class ReplayEngine final : public SegmentationEngine {
     check_forward_shape(batch, samples);
     const auto& plan = audio_->plan(windows, origins, batch, static_cast<size_t>(samples));
     if (upload_.size() < plan.uploaded) upload_.resize(plan.uploaded);
-    size_t packed = 0;
-    for (const auto& u : plan.uploads) {
-      std::copy_n(u.from, u.count, upload_.data() + packed);
-      packed += u.count;
-    }
+    cuda::DeviceAudioCache::pack(plan, upload_.data());
     forward(nullptr, batch, samples, out);
   }
 

@@ -422,7 +422,8 @@ class CudaEngine final : public SegmentationEngine {
     staging_out_.reserve(padded * window_out * sizeof(float), "the log-probability download");
     const size_t given = windows ? in_bytes : 0;
     stage_windows_ = windows ? batch : 0;
-    const bool kept = windows && origins && static_cast<size_t>(samples) <= kAudioSlotSamples;
+    const bool kept = windows && origins &&
+                      static_cast<size_t>(samples) <= cuda::DeviceAudioCache::kWindowSlotSamples;
     if (windows && !kept)
       for (int b = 0; b < batch; ++b)
         std::memcpy(static_cast<char*>(staging_in_.data()) +
@@ -477,15 +478,13 @@ class CudaEngine final : public SegmentationEngine {
   // ------------------------------------------------------------------------------------------
   // Streams' audio kept on the device
 
-  // A slot holds a block of WindowBuffer's for 10 s windows at any step (at most two windows).
-  static constexpr size_t kAudioSlotSamples = 2 * static_cast<size_t>(kWindowSamples);
+  static constexpr size_t kAudioSlotSamples = cuda::DeviceAudioCache::kWindowSlotSamples;
   static constexpr size_t kSlotsPerChunk = 16;  // 20 MB of device memory at a time
 
   void init_device_audio() {
     if (!options_.device_audio) return;
-    const size_t slots =
-        std::max(options_.device_audio_slots, 2 * static_cast<size_t>(options_.max_batch));
-    audio_cache_ = std::make_unique<cuda::DeviceAudioCache>(kAudioSlotSamples, slots);
+    audio_cache_ =
+        cuda::DeviceAudioCache::for_windows(options_.device_audio_slots, options_.max_batch);
     // A window's uploads (at most two), its carry and its copy out.
     const size_t spans = 4 * static_cast<size_t>(options_.max_batch);
     check_alloc(cudaMalloc(reinterpret_cast<void**>(&spans_dev_), spans * sizeof(cuda::CopySpan)),
@@ -512,11 +511,11 @@ class CudaEngine final : public SegmentationEngine {
         audio_chunks_.push_back(chunk);
       }
       auto* staging = static_cast<float*>(staging_in_.data());
+      cuda::DeviceAudioCache::pack(plan, staging);
       auto* spans = static_cast<cuda::CopySpan*>(spans_host_.data());
       size_t packed = 0, n = 0;
       int64_t longest_upload = 0, longest_carry = 0;
       for (const auto& u : plan.uploads) {
-        std::memcpy(staging + packed, u.from, u.count * sizeof(float));
         spans[n++] = {inbox + packed, audio_slot(u.slot) + u.at, static_cast<int64_t>(u.count)};
         longest_upload = std::max(longest_upload, static_cast<int64_t>(u.count));
         packed += u.count;
@@ -547,8 +546,8 @@ class CudaEngine final : public SegmentationEngine {
             "copying the windows out of the device audio");
     } catch (...) {
       // What the plan recorded may not have reached the device: forget it all.
-      audio_cache_ = std::make_unique<cuda::DeviceAudioCache>(audio_cache_->slot_samples(),
-                                                              audio_cache_->max_slots());
+      audio_cache_ =
+          cuda::DeviceAudioCache::for_windows(options_.device_audio_slots, options_.max_batch);
       throw;
     }
   }

@@ -12,6 +12,15 @@ DeviceAudioCache::DeviceAudioCache(size_t slot_samples, size_t max_slots)
     throw std::invalid_argument("DeviceAudioCache: slots of no samples, or no slot");
 }
 
+std::unique_ptr<DeviceAudioCache> DeviceAudioCache::for_windows(size_t slots, int max_batch) {
+  return std::make_unique<DeviceAudioCache>(
+      kWindowSlotSamples, std::max(slots, 2 * static_cast<size_t>(std::max(max_batch, 1))));
+}
+
+void DeviceAudioCache::pack(const Plan& plan, float* to) {
+  for (const auto& u : plan.uploads) to = std::copy_n(u.from, u.count, to);
+}
+
 const DeviceAudioCache::Plan& DeviceAudioCache::plan(const float* const* windows,
                                                      const WindowOrigin* origins, int batch,
                                                      size_t samples) {

@@ -23,10 +23,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "engines/segmentation_engine.h"
+#include "model/model_spec.h"
 
 namespace speakerseg::cuda {
 
@@ -35,6 +37,11 @@ class DeviceAudioCache {
   // Slots of `slot_samples` samples, at most `max_slots`: a batch needs two a window (its block's
   // and the previous block's).
   DeviceAudioCache(size_t slot_samples, size_t max_slots);
+  // The CUDA engine's (and the replay's that models its host side): slots of a block of
+  // WindowBuffer's for 10 s windows at any step (at most two windows), `slots` of them but at
+  // least two a window of `max_batch`.
+  static constexpr size_t kWindowSlotSamples = 2 * static_cast<size_t>(kWindowSamples);
+  static std::unique_ptr<DeviceAudioCache> for_windows(size_t slots, int max_batch);
 
   // Host samples [from, from + count) to slot `slot` at sample `at`.
   struct Upload {
@@ -59,6 +66,9 @@ class DeviceAudioCache {
   // until the next call.
   const Plan& plan(const float* const* windows, const WindowOrigin* origins, int batch,
                    size_t samples);
+  // Copies the plan's uploads one after the other into `to` (plan.uploaded samples): what
+  // crosses the bus. Upload i starts at the sum of the counts before it.
+  static void pack(const Plan& plan, float* to);
 
   size_t slot_samples() const { return slot_samples_; }
   size_t max_slots() const { return max_slots_; }

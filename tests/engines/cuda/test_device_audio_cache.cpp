@@ -25,10 +25,15 @@ class DeviceSlots {
     const size_t n = cache_.slot_samples();
     // NaN where nothing was uploaded: a window that reads such a sample fails the comparison.
     memory_.resize(cache_.slots_used() * n, std::numeric_limits<float>::quiet_NaN());
+    // Packed as the engine packs them, then each from its place in the pack.
+    std::vector<float> packed(plan.uploaded);
+    DeviceAudioCache::pack(plan, packed.data());
+    size_t from = 0;
     for (const auto& u : plan.uploads) {
       EXPECT_LE(u.at + u.count, n);
-      std::copy_n(u.from, u.count,
+      std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(from), u.count,
                   memory_.begin() + static_cast<std::ptrdiff_t>(u.slot * n + u.at));
+      from += u.count;
     }
     // After every upload, as the engine's second step; no carry reads what another writes.
     for (const auto& c : plan.carries) {
