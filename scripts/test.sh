@@ -40,19 +40,21 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 
 # The scheduling threads under ThreadSanitizer (the shared scheduler with many channels
 # submitting, flushing, failing and stopping; the engine pool; the per-stream worker; the voice
-# encoder shared between channels): the core and that one suite, on the release build's reference
-# data. No suppressions: a report fails the run.
+# encoder shared between channels; the helpers that stitch a batch's channels): the core and those
+# suites, on the release build's reference data. No suppressions: a report fails the run.
 if ! [ -f build-tsan/build.ninja ]; then
   meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Dcuda=disabled \
     -Dgst=disabled >/dev/null
 fi
-meson compile -C build-tsan tests/test_shared_segmenter >/dev/null
-rm -f build-tsan/shared_segmenter.xml
-SPEAKERSEG_MODEL=$PWD/models/segmentation-3.0.onnx SPEAKERSEG_REFERENCE_DIR=$PWD/build/tests/reference \
-SPEAKERSEG_VOICE_MODEL=$PWD/models/voice-encoder-ge2e.onnx \
-TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-  build-tsan/tests/test_shared_segmenter --gtest_output=xml:build-tsan/shared_segmenter.xml ||
-  { echo "test.sh: shared_segmenter under ThreadSanitizer failed"; status=1; }
+meson compile -C build-tsan tests/test_shared_segmenter tests/test_helper_team >/dev/null
+for suite in shared_segmenter helper_team; do
+  rm -f build-tsan/$suite.xml
+  SPEAKERSEG_MODEL=$PWD/models/segmentation-3.0.onnx SPEAKERSEG_REFERENCE_DIR=$PWD/build/tests/reference \
+  SPEAKERSEG_VOICE_MODEL=$PWD/models/voice-encoder-ge2e.onnx \
+  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+    build-tsan/tests/test_$suite --gtest_output=xml:build-tsan/$suite.xml ||
+    { echo "test.sh: $suite under ThreadSanitizer failed"; status=1; }
+done
 
 # Every fuzz target for a few seconds: the committed corpus (crash regressions included), then
 # new inputs. Long runs: scripts/fuzz.sh --seconds N (docs/reliability.md).
@@ -72,6 +74,7 @@ fi
 # Every test case counts: the cases of a GoogleTest program (its XML report, GPU cases that skip
 # without a device included) one by one, any other test program as one.
 .venv/bin/python3 - build $gpu_check_reports build-asan build-fuzz build-tsan/shared_segmenter.xml \
+  build-tsan/helper_team.xml \
   build-deb/packages.xml <<'PY'
 import json, pathlib, sys
 import xml.etree.ElementTree as ET

@@ -1,4 +1,4 @@
-// A measuring instrument for `speakerseg live --replay`, not an engine to run streams on: it
+// Measuring instruments for `speakerseg live --replay`, not engines to run streams on: it
 // answers at once with a real engine's log-probabilities of a recording's windows, handed out in
 // turn. What `live` then measures is the host side alone (window buffers, the shared scheduler,
 // stitching, turns, identity): its own ceiling in channels per core, which no engine speed can
@@ -31,6 +31,7 @@
 #include "engines/cuda/cuda_engine.h"
 #include "engines/cuda/device_audio_cache.h"
 #include "engines/segmentation_engine.h"
+#include "engines/voice_encoder.h"
 #include "model/model_spec.h"
 
 namespace speakerseg {
@@ -100,6 +101,43 @@ class ReplayEngine final : public SegmentationEngine {
   std::atomic<size_t> next_{0};
   std::unique_ptr<cuda::DeviceAudioCache> audio_;
   std::vector<float> upload_;
+};
+
+// The voice encoder's counterpart, for `speakerseg live --replay --reidentify`: it answers at once
+// with the real encoder's embeddings of the recording's partials, handed out in turn, one per
+// partial asked. What is left to measure is identity's host side: the utterances' audio, their
+// volume and mel spectrogram, the decisions. As with ReplayEngine, its answers are the model's,
+// of the same recording, but not of the partial asked, so the decisions (and with them how many
+// utterances are embedded) are those of voices drawn from the recording, not of the channel.
+class ReplayVoiceEncoder final : public VoiceEncoder {
+ public:
+  // `embeddings`: [partials][kEmbeddingDim] unit vectors, computed by `source`.
+  ReplayVoiceEncoder(std::shared_ptr<const std::vector<float>> embeddings, std::string source)
+      : embeddings_(std::move(embeddings)), source_(std::move(source)) {
+    if (embeddings_->empty() || embeddings_->size() % kEmbeddingDim != 0)
+      throw EngineError("replay: no whole voice embeddings to replay");
+  }
+
+  std::string description() const override {
+    return "replay of " + std::to_string(embeddings_->size() / kEmbeddingDim) +
+           " partials embedded by " + source_;
+  }
+
+  void embed(const float*, int batch, int frames, float* embeddings) override {
+    if (batch < 1 || frames < 1)
+      throw EngineError("replay: a voice batch needs partials of at least one frame");
+    const size_t partials = embeddings_->size() / kEmbeddingDim;
+    for (int i = 0; i < batch; ++i) {
+      const size_t p = next_.fetch_add(1, std::memory_order_relaxed) % partials;
+      std::copy_n(embeddings_->data() + p * kEmbeddingDim, kEmbeddingDim,
+                  embeddings + static_cast<size_t>(i) * kEmbeddingDim);
+    }
+  }
+
+ private:
+  std::shared_ptr<const std::vector<float>> embeddings_;
+  std::string source_;
+  std::atomic<size_t> next_{0};
 };
 
 }  // namespace speakerseg

@@ -122,6 +122,7 @@ constexpr const char* kValued[] = {"batch",
                                    "server",
                                    "start",
                                    "step",
+                                   "stitch-threads",
                                    "switch-margin",
                                    "takeover-threshold",
                                    "threads",
@@ -642,6 +643,7 @@ int cmd_live(const Args& a) {
   const int batch = positive(a, "batch", own ? 1 : 32);
   const int feeders = std::min(n, positive(a, "feeders", 1));
   const int in_flight = positive(a, "in-flight", 1);
+  const int stitch_threads = positive(a, "stitch-threads", 1);
   const std::vector<float> audio = input_or_sample(a);
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
@@ -690,8 +692,22 @@ int cmd_live(const Args& a) {
   settings.identity.enabled = a.flag("reidentify");
   std::shared_ptr<const VoiceModel> voice_model;
   if (settings.identity.enabled && engines.needs_local_models()) voice_model = load_voice_model(a);
+  // With --replay the voice encoder is replayed too (ReplayVoiceEncoder): the real encoder's
+  // embeddings of the recording's partials, computed once now.
+  std::shared_ptr<const std::vector<float>> replayed_voices;
+  std::string voice_source;
+  if (settings.identity.enabled && replayed) {
+    auto encoder = engines.voice(voice_model);
+    voice_source = encoder->description();
+    const std::vector<float> loud =
+        normalise_volume(audio.data(), static_cast<int64_t>(audio.size()));
+    replayed_voices = std::make_shared<const std::vector<float>>(
+        embed_partials(*encoder, MelSpectrogram(), loud.data(), static_cast<int64_t>(loud.size())));
+  }
   auto voice = [&]() -> std::unique_ptr<VoiceEncoder> {
-    return settings.identity.enabled ? engines.voice(voice_model) : nullptr;
+    if (!settings.identity.enabled) return nullptr;
+    if (replayed_voices) return std::make_unique<ReplayVoiceEncoder>(replayed_voices, voice_source);
+    return engines.voice(voice_model);
   };
 
   struct Channel {
@@ -703,7 +719,8 @@ int cmd_live(const Args& a) {
   if (!own) {
     std::vector<std::unique_ptr<SegmentationEngine>> lanes;
     for (int i = 0; i < in_flight; ++i) lanes.push_back(segmentation(batch));
-    scheduler = std::make_shared<SharedScheduler>(std::move(lanes), batch, voice());
+    scheduler = std::make_shared<SharedScheduler>(
+        std::move(lanes), batch, voice(), SharedScheduler::kDefaultOutageWait, stitch_threads);
   }
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);
@@ -783,11 +800,14 @@ int cmd_live(const Args& a) {
       "\"ok\": %s, "
       "\"changes\": %zu, \"added_p50_s\": %s, \"added_p95_s\": %s, \"added_max_s\": %s, "
       "\"dropped_windows\": %llu, \"max_batch\": %d, \"feeder_late_max_s\": %.3f, "
-      "\"error\": %s}\n",
+      "\"voice_utterances\": %llu, \"voice_calls\": %llu, \"error\": %s}\n",
       n, own ? "false" : "true", json_string(engine).c_str(), batch, own ? 1 : in_flight,
       ok ? "true" : "false", all.size(), pct(0.5).c_str(), pct(0.95).c_str(), pct(1.0).c_str(),
       static_cast<unsigned long long>(dropped), own ? 1 : scheduler->max_batch_size(),
-      *std::max_element(late.begin(), late.end()), json_string(error).c_str());
+      *std::max_element(late.begin(), late.end()),
+      static_cast<unsigned long long>(own ? 0 : scheduler->voice_utterances()),
+      static_cast<unsigned long long>(own ? 0 : scheduler->voice_calls()),
+      json_string(error).c_str());
   channels.clear();  // channels leave the scheduler before it goes
   return 0;
 }
@@ -835,7 +855,8 @@ const Command kCommands[] = {
      "      with less than 1.59 s of speech is refused.\n"},
     {"live", cmd_live, true,
      "  speakerseg live   --channels N [--seconds S] [--warmup S] [--step S] [--latency S]\n"
-     "                    [--own] [--batch N] [--in-flight N] [--threads N] [--feeders N]\n"
+     "                    [--own] [--batch N] [--in-flight N] [--stitch-threads N]\n"
+     "                    [--threads N] [--feeders N]\n"
      "                    [--input FILE.wav] [--reidentify [--voice-model V]]\n"
      "                    [--replay [--replay-device-ms FIXED,PER_WINDOW]] [--device-audio]\n"
      "      N live channels in real time through the element's streaming logic without GStreamer\n"
@@ -843,9 +864,12 @@ const Command kCommands[] = {
      "      staggered; one JSON line: the delay load adds to announcements (p50/p95/max, after\n"
      "      --warmup), windows dropped, and ok = p95 <= 0.5 s and none dropped. --replay: the\n"
      "      engine's answers for the input's windows are computed first and handed out at once\n"
-     "      during the run, so that only the host side is measured (its own ceiling).\n"
+     "      during the run, so that only the host side is measured (its own ceiling); with\n"
+     "      --reidentify the voice encoder's too (the recording's partials, handed out in turn).\n"
      "      --in-flight N: the shared engine runs up to N batches at once, each on an engine\n"
      "      of its own (with --threads each), as the element's batches-in-flight does.\n"
+     "      --stitch-threads N: threads that stitch each batch's channels (and decide their\n"
+     "      voices) after its forward pass: the lane's worker and N - 1 helpers (default 1).\n"
      "      --replay-device-ms FIXED,PER_WINDOW: each replayed batch also waits that long, a\n"
      "      model of a device's time that uses no core (what batches in flight overlap).\n"
      "      --device-audio (CUDA engine, or --replay for its host side): streams' audio kept on\n"

@@ -34,20 +34,19 @@ void gemm(int m, int n, int k, const float* a, const float* b, float* c) {
     throw std::runtime_error("oneDNN sgemm failed in the mel spectrogram");
 }
 
-}  // namespace
-
-MelSpectrogram::MelSpectrogram()
-    : basis_(static_cast<size_t>(kMelFft) * 2 * kMelBins),
-      filters_(static_cast<size_t>(kMelBands) * kMelBins),
-      filters_t_(filters_.size()) {
+std::shared_ptr<const MelSpectrogram::Tables> make_tables() {
+  auto t = std::make_shared<MelSpectrogram::Tables>();
+  t->basis.resize(static_cast<size_t>(kMelFft) * 2 * kMelBins);
+  t->filters.resize(static_cast<size_t>(kMelBands) * kMelBins);
+  t->filters_t.resize(t->filters.size());
   for (int n = 0; n < kMelFft; ++n) {
     const double window = 0.5 - 0.5 * std::cos(2 * kPi * n / kMelFft);  // periodic Hann
     for (int k = 0; k < kMelBins; ++k) {
       // n * k reduced mod n_fft first: the angle stays small and exact.
       const double angle = 2 * kPi * ((static_cast<int64_t>(n) * k) % kMelFft) / kMelFft;
-      basis_[static_cast<size_t>(n) * 2 * kMelBins + k] =
+      t->basis[static_cast<size_t>(n) * 2 * kMelBins + k] =
           static_cast<float>(window * std::cos(angle));
-      basis_[static_cast<size_t>(n) * 2 * kMelBins + kMelBins + k] =
+      t->basis[static_cast<size_t>(n) * 2 * kMelBins + kMelBins + k] =
           static_cast<float>(-window * std::sin(angle));
     }
   }
@@ -63,10 +62,18 @@ MelSpectrogram::MelSpectrogram()
       const double lower = (hz - edges[m]) / (edges[m + 1] - edges[m]);
       const double upper = (edges[m + 2] - hz) / (edges[m + 2] - edges[m + 1]);
       const float w = static_cast<float>(std::max(0.0, std::min(lower, upper)) * norm);
-      filters_[static_cast<size_t>(m) * kMelBins + k] = w;
-      filters_t_[static_cast<size_t>(k) * kMelBands + m] = w;
+      t->filters[static_cast<size_t>(m) * kMelBins + k] = w;
+      t->filters_t[static_cast<size_t>(k) * kMelBands + m] = w;
     }
   }
+  return t;
+}
+
+}  // namespace
+
+MelSpectrogram::MelSpectrogram() {
+  static const std::shared_ptr<const Tables> shared = make_tables();  // thread-safe, once
+  tables_ = shared;
 }
 
 int64_t MelSpectrogram::frames_for(int64_t samples) {
@@ -76,9 +83,11 @@ int64_t MelSpectrogram::frames_for(int64_t samples) {
 std::vector<float> MelSpectrogram::compute(const float* audio, int64_t n) const {
   const int64_t frames = frames_for(n);
   std::vector<float> mel(static_cast<size_t>(frames) * kMelBands);
-  std::vector<float> framed(static_cast<size_t>(kFrameBlock) * kMelFft);
-  std::vector<float> spectrum(static_cast<size_t>(kFrameBlock) * 2 * kMelBins);
-  std::vector<float> power(static_cast<size_t>(kFrameBlock) * kMelBins);
+  // Scratch for one block of frames, no more than the clip has: a 3 s utterance needs 301 rows.
+  const auto block = static_cast<size_t>(std::min<int64_t>(kFrameBlock, frames));
+  std::vector<float> framed(block * kMelFft);
+  std::vector<float> spectrum(block * 2 * kMelBins);
+  std::vector<float> power(block * kMelBins);
   constexpr int64_t kHalf = kMelFft / 2;
   for (int64_t f0 = 0; f0 < frames; f0 += kFrameBlock) {
     const int rows = static_cast<int>(std::min<int64_t>(kFrameBlock, frames - f0));
@@ -90,14 +99,14 @@ std::vector<float> MelSpectrogram::compute(const float* audio, int64_t n) const 
         row[i] = s >= 0 && s < n ? audio[s] : 0.f;
       }
     }
-    gemm(rows, 2 * kMelBins, kMelFft, framed.data(), basis_.data(), spectrum.data());
+    gemm(rows, 2 * kMelBins, kMelFft, framed.data(), tables_->basis.data(), spectrum.data());
     for (int r = 0; r < rows; ++r) {
       const float* re = &spectrum[static_cast<size_t>(r) * 2 * kMelBins];
       const float* im = re + kMelBins;
       float* p = &power[static_cast<size_t>(r) * kMelBins];
       for (int k = 0; k < kMelBins; ++k) p[k] = re[k] * re[k] + im[k] * im[k];
     }
-    gemm(rows, kMelBands, kMelBins, power.data(), filters_t_.data(),
+    gemm(rows, kMelBands, kMelBins, power.data(), tables_->filters_t.data(),
          &mel[static_cast<size_t>(f0) * kMelBands]);
   }
   return mel;

@@ -2,9 +2,12 @@
 // (sr 16000, n_fft 400, hop 160, 40 mels): frames centred on every 160th sample with zero padding
 // beyond the clip, a periodic Hann window of 400, power spectrum, slaney mel scale with slaney
 // normalisation over 0-8000 Hz, no log. Host code for every voice engine; no state between calls.
+// Its tables (the windowed DFT basis, 0.64 MB, and the filters) are computed once per process and
+// shared: every stream with identity by voice holds a MelSpectrogram.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace speakerseg {
@@ -20,12 +23,16 @@ class MelSpectrogram {
   std::vector<float> compute(const float* audio, int64_t n) const;
 
   // The mel filters [kMelBands][kMelBins], as librosa.filters.mel gives them.
-  const std::vector<float>& filters() const { return filters_; }
+  const std::vector<float>& filters() const { return tables_->filters; }
+
+  struct Tables {
+    std::vector<float> basis;      // [kMelFft][2 * kMelBins]: windowed cos, then -sin, columns
+    std::vector<float> filters;    // [kMelBands][kMelBins]
+    std::vector<float> filters_t;  // [kMelBins][kMelBands], for the product
+  };
 
  private:
-  std::vector<float> basis_;      // [kMelFft][2 * kMelBins]: windowed cos, then -sin, columns
-  std::vector<float> filters_;    // [kMelBands][kMelBins]
-  std::vector<float> filters_t_;  // [kMelBins][kMelBands], for the product
+  std::shared_ptr<const Tables> tables_;
 };
 
 }  // namespace speakerseg

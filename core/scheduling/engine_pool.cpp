@@ -15,7 +15,7 @@ EnginePool& EnginePool::instance() {
 std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch_size,
                                                  const Factory& make,
                                                  const VoiceFactory& make_voice, double outage_wait,
-                                                 int lanes) {
+                                                 int lanes, int stitch_threads) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Entries of released schedulers would otherwise pile up with every new key.
   for (auto it = schedulers_.begin(); it != schedulers_.end();)
@@ -28,8 +28,9 @@ std::shared_ptr<SharedScheduler> EnginePool::get(const EngineKey& key, int batch
     engines.push_back(make());
     if (!engines.back()) throw EngineError("EnginePool: the engine factory gave no engine");
   }
-  auto scheduler = std::make_shared<SharedScheduler>(
-      std::move(engines), batch_size, make_voice ? make_voice() : nullptr, outage_wait);
+  auto scheduler = std::make_shared<SharedScheduler>(std::move(engines), batch_size,
+                                                     make_voice ? make_voice() : nullptr,
+                                                     outage_wait, stitch_threads);
   schedulers_[key] = scheduler;
   return scheduler;
 }

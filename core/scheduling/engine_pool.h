@@ -40,11 +40,12 @@ class EnginePool {
   // it was. `make_voice`, when given, makes the scheduler's voice encoder the same way (the key
   // must then say which voice model).
   // `outage_wait`: the scheduler's (SharedScheduler), for the first caller too. `lanes`: batches
-  // in flight at once, each on an engine `make` makes (the key must then say how many).
+  // in flight at once, each on an engine `make` makes (the key must then say how many);
+  // `stitch_threads`: the scheduler's (the key must say that too).
   std::shared_ptr<SharedScheduler> get(const EngineKey& key, int batch_size, const Factory& make,
                                        const VoiceFactory& make_voice = nullptr,
                                        double outage_wait = SharedScheduler::kDefaultOutageWait,
-                                       int lanes = 1);
+                                       int lanes = 1, int stitch_threads = 1);
 
   // Schedulers alive now.
   size_t size() const;

@@ -26,17 +26,20 @@ std::vector<std::unique_ptr<SegmentationEngine>> one(std::unique_ptr<Segmentatio
 }  // namespace
 
 SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
-                                 std::unique_ptr<VoiceEncoder> voice, double outage_wait)
-    : SharedScheduler(one(std::move(engine)), batch_size, std::move(voice), outage_wait) {}
+                                 std::unique_ptr<VoiceEncoder> voice, double outage_wait,
+                                 int stitch_threads)
+    : SharedScheduler(one(std::move(engine)), batch_size, std::move(voice), outage_wait,
+                      stitch_threads) {}
 
 SharedScheduler::SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>> engines,
                                  int batch_size, std::unique_ptr<VoiceEncoder> voice,
-                                 double outage_wait)
+                                 double outage_wait, int stitch_threads)
     : lanes_(engines.size()),
       batch_size_(std::max(1, batch_size)),
       outage_wait_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(std::max(0.0, outage_wait)))),
-      voice_(std::move(voice)) {
+      voice_(std::move(voice)),
+      helpers_(std::max(1, stitch_threads) - 1) {
   if (lanes_.empty()) throw std::invalid_argument("SharedScheduler: no engine");
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (!engines[i]) throw std::invalid_argument("SharedScheduler: no engine");
@@ -295,49 +298,59 @@ SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWin
   r.failures.resize(work.size());
   r.last_round_partials.assign(work.size(), 0);
   std::vector<size_t> next(work.size(), 0);
+  // The embedding each waiting channel is given when it goes on (one round's).
+  std::vector<std::vector<float>> given(work.size());
+  std::vector<char> has_given(work.size(), 0);
+  std::vector<size_t> going_on(work.size());
+  for (size_t m = 0; m < work.size(); ++m) going_on[m] = m;
   for (;;) {
-    // Every channel stitches its windows until it is done or waits for a voice embedding...
-    std::vector<size_t> waiting;
-    std::vector<const UtteranceRequest*> requests;
-    int partials = 0;
-    for (size_t m = 0; m < work.size(); ++m) {
-      if (!r.failures[m].empty()) continue;
+    // Every channel takes the voice it waited for and stitches its windows until it is done or
+    // waits for another embedding: each its own timeline, on this thread and the helpers...
+    helpers_.run(static_cast<int>(going_on.size()), [&](int i) {
+      const size_t m = going_on[static_cast<size_t>(i)];
       SpeakerTimeline& t = work[m].channel->timeline;
       try {
+        if (has_given[m]) {
+          has_given[m] = 0;
+          t.give_voice(std::move(given[m]));
+        }
         while (!t.voice_request() && next[m] < work[m].windows.size()) {
           const auto& [job, logprobs] = work[m].windows[next[m]++];
           t.begin_window(job->start, job->end, logprobs, frames, job->samples.data());
         }
       } catch (const std::exception& e) {
         r.failures[m] = e.what();
-        continue;
       }
-      if (const UtteranceRequest* q = t.voice_request()) {
+    });
+    std::vector<size_t> waiting;
+    std::vector<const UtteranceRequest*> requests;
+    int partials = 0;
+    for (size_t m : going_on) {
+      if (!r.failures[m].empty()) continue;
+      if (const UtteranceRequest* q = work[m].channel->timeline.voice_request()) {
         waiting.push_back(m);
         requests.push_back(q);
         partials += q->count;
       }
     }
     if (waiting.empty()) return r;
-    // ...then the embeddings they all wait for run together, and each carries on with its own.
+    // ...then the embeddings they all wait for run together, in one encoder call.
     std::vector<std::vector<float>> embeddings;
     try {
       if (!voice_) throw std::logic_error("a channel waits for a voice, but there is no encoder");
       r.calls += embed(requests, embeddings);
     } catch (const std::exception& e) {
       for (size_t m : waiting) r.failures[m] = e.what();
-      continue;
+      return r;
     }
     r.utterances += static_cast<int>(requests.size());
     r.max_partials = std::max(r.max_partials, std::min(partials, kVoiceBatch));
     for (size_t i = 0; i < waiting.size(); ++i) {
       r.last_round_partials[waiting[i]] = std::min(partials, kVoiceBatch);
-      try {
-        work[waiting[i]].channel->timeline.give_voice(std::move(embeddings[i]));
-      } catch (const std::exception& e) {
-        r.failures[waiting[i]] = e.what();
-      }
+      given[waiting[i]] = std::move(embeddings[i]);
+      has_given[waiting[i]] = 1;
     }
+    going_on = std::move(waiting);
   }
 }
 

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "engines/segmentation_engine.h"
+#include "scheduling/helper_team.h"
 #include "scheduling/window_segmenter.h"
 #include "streaming/speaker_change_detector.h"
 #include "streaming/speaker_timeline.h"
@@ -55,13 +56,15 @@ class SharedScheduler {
   // `voice`: the voice encoder for channels with identity by voice (none: such channels are
   // refused); it runs on the worker, and on a host finishing its channel, never on both at once.
   // `outage_wait`: seconds a window may wait for an unavailable engine before it is dropped.
+  // `stitch_threads`: threads that stitch a batch's channels after its forward pass, the lane's
+  // worker and stitch_threads - 1 helpers shared by all lanes (at least 1: the worker alone).
   SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
-                  double outage_wait = kDefaultOutageWait);
+                  double outage_wait = kDefaultOutageWait, int stitch_threads = 1);
   // One lane per engine (at least one; all of one model and kind): batches in flight at once.
   SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>> engines, int batch_size,
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
-                  double outage_wait = kDefaultOutageWait);
+                  double outage_wait = kDefaultOutageWait, int stitch_threads = 1);
   static constexpr double kDefaultOutageWait = 10;
   // The waits between retries of an engine that is unavailable: doubling from the first to the
   // last.
@@ -74,6 +77,8 @@ class SharedScheduler {
   int batch_size() const { return batch_size_; }
   // Batches that may be in flight at once: one per engine.
   int lanes() const { return static_cast<int>(lanes_.size()); }
+  // Threads that stitch a batch: its lane's worker and the helpers.
+  int stitch_threads() const { return 1 + helpers_.helpers(); }
 
   // For operators and tests: forward calls so far, the size of the last and of the largest one,
   // the channels registered and the windows waiting across all of them.
@@ -193,6 +198,7 @@ class SharedScheduler {
   const Clock::duration outage_wait_;
   std::string outage_;  // guarded by mutex_
   std::unique_ptr<VoiceEncoder> voice_;
+  HelperTeam helpers_;      // stitch a batch's channels beside its lane's worker
   std::mutex voice_mutex_;  // held while voice_ runs (a lane's embeddings, a host's finish)
 
   mutable std::mutex mutex_;

@@ -198,6 +198,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     key.options = factory->identity() + ";outage-wait=" + std::to_string(p.outage_wait) +
                   ";batch-size=" + std::to_string(engine_batch) +
                   ";batches-in-flight=" + std::to_string(p.batches_in_flight) +
+                  ";stitch-threads=" + std::to_string(p.stitch_threads) +
                   (p.reidentify ? ";voice-model=" + p.voice_model : "");
     // One engine per batch in flight; what the first one reported (a fallback, say) holds for
     // all, so the others' reports are kept only when they fail.
@@ -216,7 +217,7 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
             return engine;
           },
           p.reidentify ? speakerseg::EnginePool::VoiceFactory(make_voice) : nullptr, p.outage_wait,
-          p.batches_in_flight);
+          p.batches_in_flight, p.stitch_threads);
     } catch (const EngineNotCreated&) {
     } catch (const std::exception& e) {
       const std::string what = e.what();

@@ -43,6 +43,7 @@ enum {
   PROP_SHARED_ENGINE,
   PROP_MAX_BATCH_WAIT,
   PROP_BATCHES_IN_FLIGHT,
+  PROP_STITCH_THREADS,
   PROP_STATS_INTERVAL,
   PROP_REIDENTIFY,
   PROP_VOICE_MODEL,
@@ -390,6 +391,23 @@ void install_properties(GObjectClass* gobject_class) {
                        "(shared engine only)",
                        1, 8, 1, kReadyFlags));
   /**
+   * GstSpeakerChange:stitch-threads:
+   *
+   * With #GstSpeakerChange:shared-engine, how many threads stitch the channels of a batch into
+   * their time lines once its inference is done (and, with #GstSpeakerChange:reidentify, make
+   * their utterances' mel spectrograms and decide their voices): the batch's worker and this many
+   * minus one helpers, shared by every batch in flight. With identity by voice that work is most
+   * of the host's, and one thread for every channel is what limits how many a process serves
+   * (docs/performance.md, "Stitching beside the worker"). Part of what the shared engine is
+   * keyed by. Ignored with an own engine.
+   */
+  g_object_class_install_property(
+      gobject_class, PROP_STITCH_THREADS,
+      g_param_spec_int("stitch-threads", "Stitch threads",
+                       "Threads that stitch a shared batch's streams after inference, the "
+                       "worker's included (shared engine only)",
+                       1, 64, 1, kReadyFlags));
+  /**
    * GstSpeakerChange:stats-interval:
    *
    * Post a `speaker-change-stats` element message every this many seconds of stream time
@@ -609,6 +627,9 @@ bool set_property(Settings& p, guint prop_id, const GValue* value) {
     case PROP_BATCHES_IN_FLIGHT:
       p.batches_in_flight = g_value_get_int(value);
       break;
+    case PROP_STITCH_THREADS:
+      p.stitch_threads = g_value_get_int(value);
+      break;
     case PROP_STATS_INTERVAL:
       p.stats_interval = g_value_get_double(value);
       break;
@@ -701,6 +722,9 @@ bool get_property(const Settings& p, guint prop_id, GValue* value) {
       break;
     case PROP_BATCHES_IN_FLIGHT:
       g_value_set_int(value, p.batches_in_flight);
+      break;
+    case PROP_STITCH_THREADS:
+      g_value_set_int(value, p.stitch_threads);
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_double(value, p.stats_interval);

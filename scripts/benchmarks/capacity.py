@@ -28,7 +28,9 @@ the engine's answers, computed before the trial, at once: the host side's own ce
 batches-in-flight, `speakerseg live --in-flight`); --feeders N (with --core) feeds the channels
 from N threads, as N streaming threads would; --batch N (with --core) is the shared engine's batch;
 --device-ms FIXED,PER_WINDOW (with --core --replay) makes each replayed batch wait as a device
-would, without using a core (`speakerseg live --replay-device-ms`): a model, not a GPU.
+would, without using a core (`speakerseg live --replay-device-ms`): a model, not a GPU. --reidentify
+(with --core) turns identity by voice on; with --replay the voice encoder is replayed as well.
+--stitch-threads N (with --core): threads that stitch each batch's channels after its forward pass.
 
 The search doubles N from --start until a trial fails, then bisects to within 1/16 of N. One line
 of JSON per trial, then a table with the largest N per configuration and the ratio. Any further
@@ -178,7 +180,9 @@ def run_trial(a, n, shared):
                    "--in-flight", str(a.in_flight), "--feeders", str(a.feeders)] + (
                    ["--batch", str(a.batch)] if a.batch else []) + (
                    ["--replay-device-ms", a.device_ms] if a.device_ms else []) + (
-                   ["--device-audio"] if a.device_audio else [])
+                   ["--device-audio"] if a.device_audio else []) + (
+                   ["--reidentify"] if a.reidentify else []) + (
+                   ["--stitch-threads", str(a.stitch_threads)] if a.stitch_threads > 1 else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
@@ -245,6 +249,10 @@ def main():
     ap.add_argument("--device-ms", help="with --core --replay: FIXED,PER_WINDOW ms a batch waits")
     ap.add_argument("--device-audio", action="store_true",
                     help="with --core: streams' audio kept on the device (--replay: its host side)")
+    ap.add_argument("--stitch-threads", type=int, default=1,
+                    help="with --core: threads that stitch each batch (`speakerseg live --stitch-threads`)")
+    ap.add_argument("--reidentify", action="store_true",
+                    help="with --core: identity by voice on (with --replay the voice encoder is replayed too)")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))
     ap.add_argument("--trial", type=int, help=argparse.SUPPRESS)
     ap.add_argument("props", nargs="*", help="NAME=VALUE properties of every speakerchange")

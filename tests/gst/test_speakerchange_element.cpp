@@ -1266,6 +1266,28 @@ TEST(SpeakerChangeElement, BatchesInFlightGiveWhatAnOwnEngineGives) {
   EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
 }
 
+// Helpers stitching the shared batches (with reidentify's default, identity by voice too): a key of
+// its own, and each element still gets what an own engine gives.
+TEST(SpeakerChangeElement, StitchThreadsGiveWhatAnOwnEngineGives) {
+  REQUIRE_SAMPLE();
+  const auto& want = own_engine_reference(sample);
+  const size_t pools = speakerseg::EnginePool::instance().size();
+  {
+    auto three = [](GstElement* e) { g_object_set(e, "stitch-threads", 3, nullptr); };
+    ElementRun a(three), b(three), one;
+    EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools + 2)
+        << "one and three stitch threads must not share an engine";
+    push_both(a, b, sample, 0, sample.size());
+    a.eos();
+    b.eos();
+    EXPECT_TRUE(a.errors().empty());
+    EXPECT_TRUE(b.errors().empty());
+    expect_identical(a.events(), want);
+    expect_identical(b.events(), want);
+  }
+  EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
+}
+
 TEST(SpeakerChangeElement, FlushingOneSharedElementLeavesTheOtherAlone) {
   REQUIRE_SAMPLE();
   const auto& want = own_engine_reference(sample);
@@ -1945,20 +1967,23 @@ TEST(SpeakerChangeElement, Bf16PrecisionRunsOrIsRefusedWithTheReason) {
 TEST(SpeakerChangeElement, PropertiesKeepTheirValues) {
   GstElement* e = gst_element_factory_make("speakerchange", nullptr);
   g_object_set(e, "step", 0.5, "latency", 3.0, "min-speech", 0.2, "min-silence", 1.0, "batch-size",
-               8, "threads", 2, "stall-margin", 0.5, "batches-in-flight", 3, nullptr);
+               8, "threads", 2, "stall-margin", 0.5, "batches-in-flight", 3, "stitch-threads", 4,
+               nullptr);
   gst_util_set_object_arg(G_OBJECT(e), "mode", "latency");
   gst_util_set_object_arg(G_OBJECT(e), "precision", "bf16");
   gst_util_set_object_arg(G_OBJECT(e), "engine", "cpu");
   double step = 0, latency = 0, min_speech = 0, min_silence = 0, stall_margin = 0;
-  int batch = 0, threads = 0, mode = 0, engine = 0, precision = 0, in_flight = 0;
+  int batch = 0, threads = 0, mode = 0, engine = 0, precision = 0, in_flight = 0, stitchers = 0;
   gboolean graphs = FALSE, messages = FALSE, events = FALSE, compat = TRUE;
   g_object_get(e, "step", &step, "latency", &latency, "min-speech", &min_speech, "min-silence",
                &min_silence, "batch-size", &batch, "threads", &threads, "mode", &mode, "engine",
                &engine, "cuda-graphs", &graphs, "post-messages", &messages, "emit-events", &events,
                "compat-rstranscribe", &compat, "precision", &precision, "stall-margin",
-               &stall_margin, "batches-in-flight", &in_flight, nullptr);
+               &stall_margin, "batches-in-flight", &in_flight, "stitch-threads", &stitchers,
+               nullptr);
   EXPECT_EQ(step, 0.5);
   EXPECT_EQ(in_flight, 3);
+  EXPECT_EQ(stitchers, 4);
   EXPECT_EQ(latency, 3.0);
   EXPECT_EQ(min_speech, 0.2);
   EXPECT_EQ(min_silence, 1.0);

@@ -716,5 +716,27 @@ TEST(SharedSegmenter, BatchesInFlightShareTheVoiceEncoder) {
   }
 }
 
+// Helpers stitch a batch's channels beside the worker, identity by voice included: their voice
+// rounds still wait for each other and share the encoder's calls, and three channels side by
+// side give what one gives alone.
+TEST(SharedSegmenter, HelpersStitchChannelsWithIdentityByVoice) {
+  const VoiceCase& v = twenty_seconds();
+  ASSERT_FALSE(v.alone.empty());
+  auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, cpu_voice(),
+                                                     SharedScheduler::kDefaultOutageWait, 3);
+  EXPECT_EQ(scheduler->stitch_threads(), 3);
+  std::vector<std::vector<SpeakerChange>> got;
+  std::vector<std::thread> threads;
+  stream_side_by_side(scheduler, v.audio, v.settings, 3, &threads, &got);
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(got[i].size(), v.alone.size()) << "channel " << i;
+    for (size_t k = 0; k < v.alone.size(); ++k) {
+      EXPECT_EQ(got[i][k].sample, v.alone[k].sample) << "channel " << i << ", change " << k;
+      EXPECT_EQ(got[i][k].speaker, v.alone[k].speaker) << "channel " << i << ", change " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace speakerseg

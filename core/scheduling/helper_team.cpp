@@ -1,0 +1,61 @@
+#include "scheduling/helper_team.h"
+
+#include <algorithm>
+
+namespace speakerseg {
+
+HelperTeam::HelperTeam(int helpers) {
+  for (int i = 0; i < std::max(0, helpers); ++i) threads_.emplace_back([this] { loop(); });
+}
+
+HelperTeam::~HelperTeam() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_helpers_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void HelperTeam::work_on(Job& job, std::unique_lock<std::mutex>& lock) {
+  while (job.next < job.n) {
+    const int i = job.next++;
+    if (job.next == job.n)
+      jobs_.erase(std::find_if(jobs_.begin(), jobs_.end(),
+                               [&](const std::shared_ptr<Job>& j) { return j.get() == &job; }));
+    lock.unlock();
+    (*job.item)(i);
+    lock.lock();
+    if (++job.done == job.n) job_done_.notify_all();
+  }
+}
+
+void HelperTeam::run(int n, const std::function<void(int)>& item) {
+  if (n <= 0) return;
+  if (threads_.empty() || n == 1) {
+    for (int i = 0; i < n; ++i) item(i);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->item = &item;
+  job->n = n;
+  std::unique_lock<std::mutex> lock(mutex_);
+  jobs_.push_back(job);
+  wake_helpers_.notify_all();
+  work_on(*job, lock);
+  // Items helpers took may still run: `item` lives on this frame, so wait for them.
+  job_done_.wait(lock, [&] { return job->done == job->n; });
+}
+
+void HelperTeam::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_helpers_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    // Held by the deque and by its caller until every item is done.
+    std::shared_ptr<Job> job = jobs_.front();
+    work_on(*job, lock);
+  }
+}
+
+}  // namespace speakerseg
