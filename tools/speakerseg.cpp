@@ -643,7 +643,10 @@ int cmd_live(const Args& a) {
   const int batch = positive(a, "batch", own ? 1 : 32);
   const int feeders = std::min(n, positive(a, "feeders", 1));
   const int in_flight = positive(a, "in-flight", 1);
-  const int stitch_threads = positive(a, "stitch-threads", 1);
+  // As the element: 0, one per core (at most 8).
+  const double stitch_threads = a.number("stitch-threads", 0);
+  if (stitch_threads < 0 || stitch_threads != std::floor(stitch_threads) || stitch_threads > 64)
+    throw std::invalid_argument("--stitch-threads must be an integer from 0 to 64");
   const std::vector<float> audio = input_or_sample(a);
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
@@ -719,8 +722,9 @@ int cmd_live(const Args& a) {
   if (!own) {
     std::vector<std::unique_ptr<SegmentationEngine>> lanes;
     for (int i = 0; i < in_flight; ++i) lanes.push_back(segmentation(batch));
-    scheduler = std::make_shared<SharedScheduler>(
-        std::move(lanes), batch, voice(), SharedScheduler::kDefaultOutageWait, stitch_threads);
+    scheduler = std::make_shared<SharedScheduler>(std::move(lanes), batch, voice(),
+                                                  SharedScheduler::kDefaultOutageWait,
+                                                  static_cast<int>(stitch_threads));
   }
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);
@@ -800,11 +804,12 @@ int cmd_live(const Args& a) {
       "\"ok\": %s, "
       "\"changes\": %zu, \"added_p50_s\": %s, \"added_p95_s\": %s, \"added_max_s\": %s, "
       "\"dropped_windows\": %llu, \"max_batch\": %d, \"feeder_late_max_s\": %.3f, "
-      "\"voice_utterances\": %llu, \"voice_calls\": %llu, \"error\": %s}\n",
+      "\"stitch_threads\": %d, \"voice_utterances\": %llu, \"voice_calls\": %llu, "
+      "\"error\": %s}\n",
       n, own ? "false" : "true", json_string(engine).c_str(), batch, own ? 1 : in_flight,
       ok ? "true" : "false", all.size(), pct(0.5).c_str(), pct(0.95).c_str(), pct(1.0).c_str(),
       static_cast<unsigned long long>(dropped), own ? 1 : scheduler->max_batch_size(),
-      *std::max_element(late.begin(), late.end()),
+      *std::max_element(late.begin(), late.end()), own ? 1 : scheduler->stitch_threads(),
       static_cast<unsigned long long>(own ? 0 : scheduler->voice_utterances()),
       static_cast<unsigned long long>(own ? 0 : scheduler->voice_calls()),
       json_string(error).c_str());
@@ -869,7 +874,8 @@ const Command kCommands[] = {
      "      --in-flight N: the shared engine runs up to N batches at once, each on an engine\n"
      "      of its own (with --threads each), as the element's batches-in-flight does.\n"
      "      --stitch-threads N: threads that stitch each batch's channels (and decide their\n"
-     "      voices) after its forward pass: the lane's worker and N - 1 helpers (default 1).\n"
+     "      voices) after its forward pass: the lane's worker and N - 1 helpers (default 0:\n"
+     "      one per core, at most 8, as the element's stitch-threads).\n"
      "      --replay-device-ms FIXED,PER_WINDOW: each replayed batch also waits that long, a\n"
      "      model of a device's time that uses no core (what batches in flight overlap).\n"
      "      --device-audio (CUDA engine, or --replay for its host side): streams' audio kept on\n"

@@ -23,6 +23,13 @@ std::vector<std::unique_ptr<SegmentationEngine>> one(std::unique_ptr<Segmentatio
   return engines;
 }
 
+int stitch_helpers(int stitch_threads) {
+  if (stitch_threads <= 0)
+    stitch_threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
+                                SharedScheduler::kMostAutoStitchThreads);
+  return stitch_threads - 1;
+}
+
 }  // namespace
 
 SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
@@ -39,7 +46,7 @@ SharedScheduler::SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>
       outage_wait_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(std::max(0.0, outage_wait)))),
       voice_(std::move(voice)),
-      helpers_(std::max(1, stitch_threads) - 1) {
+      helpers_(stitch_helpers(stitch_threads)) {
   if (lanes_.empty()) throw std::invalid_argument("SharedScheduler: no engine");
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (!engines[i]) throw std::invalid_argument("SharedScheduler: no engine");

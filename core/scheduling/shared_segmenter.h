@@ -14,8 +14,11 @@
 //
 // Each channel keeps its own SpeakerTimeline: the engine's outputs go back to the channel whose
 // window they came from, in that channel's submission order, so channels never see each other's
-// speakers. make_async_segmenter() (async_segmenter.h) is the one-channel case with a private
-// scheduler and engine.
+// speakers. After a forward pass the batch's channels are stitched by the lane's worker and the
+// scheduler's helpers (`stitch_threads`), each channel by one thread at a time: with identity by
+// voice that is most of the host's work, too much for the one thread that also feeds the engine.
+// make_async_segmenter() (async_segmenter.h) is the one-channel case with a private scheduler and
+// engine.
 //
 // Batching versus latency: the worker waits for a fuller batch only while every waiting window is
 // younger than its channel's `max_batch_wait`; a window is never held longer than that for the
@@ -57,7 +60,8 @@ class SharedScheduler {
   // refused); it runs on the worker, and on a host finishing its channel, never on both at once.
   // `outage_wait`: seconds a window may wait for an unavailable engine before it is dropped.
   // `stitch_threads`: threads that stitch a batch's channels after its forward pass, the lane's
-  // worker and stitch_threads - 1 helpers shared by all lanes (at least 1: the worker alone).
+  // worker and stitch_threads - 1 helpers shared by all lanes (1: the worker alone; 0: one per
+  // core, at most kMostAutoStitchThreads).
   SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
                   double outage_wait = kDefaultOutageWait, int stitch_threads = 1);
@@ -66,6 +70,7 @@ class SharedScheduler {
                   std::unique_ptr<VoiceEncoder> voice = nullptr,
                   double outage_wait = kDefaultOutageWait, int stitch_threads = 1);
   static constexpr double kDefaultOutageWait = 10;
+  static constexpr int kMostAutoStitchThreads = 8;
   // The waits between retries of an engine that is unavailable: doubling from the first to the
   // last.
   static constexpr std::chrono::milliseconds kFirstRetry{100}, kLastRetry{2000};
@@ -184,8 +189,9 @@ class SharedScheduler {
   std::string forward(Lane& lane, int n, size_t samples, Clock::time_point oldest,
                       const std::vector<std::pair<std::shared_ptr<Channel>, uint64_t>>& members,
                       bool* unavailable);
-  // Stitches each channel's windows into its timeline. Timelines that wait for a voice embedding
-  // wait together: each round embeds what all of them ask for in one encoder call.
+  // Stitches each channel's windows into its timeline, the channels shared between this thread
+  // and the helpers. Timelines that wait for a voice embedding wait together: each round embeds
+  // what all of them ask for in one encoder call, on this thread.
   VoiceRound stitch(const std::vector<ChannelWindows>& work, int frames);
   // The voice encoder's call for `requests`, retried with backoff while it is unavailable, for up
   // to outage_wait_: a voice cannot be skipped without changing who the timeline names, so past

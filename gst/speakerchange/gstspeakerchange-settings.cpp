@@ -396,17 +396,18 @@ void install_properties(GObjectClass* gobject_class) {
    * With #GstSpeakerChange:shared-engine, how many threads stitch the channels of a batch into
    * their time lines once its inference is done (and, with #GstSpeakerChange:reidentify, make
    * their utterances' mel spectrograms and decide their voices): the batch's worker and this many
-   * minus one helpers, shared by every batch in flight. With identity by voice that work is most
-   * of the host's, and one thread for every channel is what limits how many a process serves
-   * (docs/performance.md, "Stitching beside the worker"). Part of what the shared engine is
-   * keyed by. Ignored with an own engine.
+   * minus one helpers, shared by every batch in flight; 0 (the default): one per core, at most
+   * 8. With identity by voice that work is most of the host's, and one thread for every channel
+   * is what limited how many a process served (docs/performance.md, "Identity's host side, and
+   * stitching beside the worker"). Part of what the shared engine is keyed by. Ignored with an
+   * own engine.
    */
   g_object_class_install_property(
       gobject_class, PROP_STITCH_THREADS,
       g_param_spec_int("stitch-threads", "Stitch threads",
                        "Threads that stitch a shared batch's streams after inference, the "
-                       "worker's included (shared engine only)",
-                       1, 64, 1, kReadyFlags));
+                       "worker's included (0 = one per core, at most 8; shared engine only)",
+                       0, 64, 0, kReadyFlags));
   /**
    * GstSpeakerChange:stats-interval:
    *

@@ -50,7 +50,7 @@ struct Settings {
   bool shared_engine = true;
   double max_batch_wait = kDefaultMaxBatchWait;
   int batches_in_flight = 1;
-  int stitch_threads = 1;
+  int stitch_threads = 0;
   double stats_interval = 0;
   bool reidentify = false;  // the element's init sets the default: on where the voice model is
   std::string voice_model;

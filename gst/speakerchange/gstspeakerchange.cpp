@@ -141,7 +141,8 @@
  * #GstSpeakerChange:batches-in-flight above 1 (also part of the key) gives the shared engine that
  * many engines and workers, so that one batch is assembled, stitched and handed back while
  * another runs (on a GPU, on its own CUDA stream); a stream's windows are in one batch at a time,
- * so each stream's results stay in order.
+ * so each stream's results stay in order. #GstSpeakerChange:stitch-threads (also part of the key)
+ * is how many threads stitch a batch's streams into their time lines once its inference is done.
  *
  * ## Statistics
  *

@@ -182,7 +182,7 @@ def run_trial(a, n, shared):
                    ["--replay-device-ms", a.device_ms] if a.device_ms else []) + (
                    ["--device-audio"] if a.device_audio else []) + (
                    ["--reidentify"] if a.reidentify else []) + (
-                   ["--stitch-threads", str(a.stitch_threads)] if a.stitch_threads > 1 else [])
+                   ["--stitch-threads", str(a.stitch_threads)] if a.stitch_threads is not None else [])
     else:
         cmd = [sys.executable, __file__, "--trial", str(n), "--shared", shared, "--seconds", str(a.seconds),
                "--warmup", str(a.warmup), "--step", str(a.step), "--latency", str(a.latency),
@@ -249,8 +249,9 @@ def main():
     ap.add_argument("--device-ms", help="with --core --replay: FIXED,PER_WINDOW ms a batch waits")
     ap.add_argument("--device-audio", action="store_true",
                     help="with --core: streams' audio kept on the device (--replay: its host side)")
-    ap.add_argument("--stitch-threads", type=int, default=1,
-                    help="with --core: threads that stitch each batch (`speakerseg live --stitch-threads`)")
+    ap.add_argument("--stitch-threads", type=int,
+                    help="with --core: threads that stitch each batch (`speakerseg live --stitch-threads`; "
+                         "default: its default, one per core)")
     ap.add_argument("--reidentify", action="store_true",
                     help="with --core: identity by voice on (with --replay the voice encoder is replayed too)")
     ap.add_argument("--speakerseg", default=str(ROOT / "build" / "tools" / "speakerseg"))

@@ -25,7 +25,8 @@
 #   voice       the voice encoder's partials/s, CPU and GPU, at 1, 32 and 256 partials;
 #   sanitizer   compute-sanitizer memcheck, then initcheck, on a few GPU tests;
 #   long-table  batches 2, 4, 16, 64, 256 graphs on, every batch graphs off, 5 000 live channels
-#               with two batches in flight, whole windows and kept on the device;
+#               with two batches in flight, whole windows and kept on the device, and with
+#               identity by voice on (--reidentify --stitch-threads 8);
 #   and last the fastest LSTM algorithm per batch among the rows that ran (the `auto` thresholds).
 # Everything printed also goes to $GPU_CHECK_OUT/gpu-check.txt as it is printed, and the logs (test,
 # build, sanitizer) are packed into $GPU_CHECK_OUT/gpu-check-logs.tar.gz after every phase and at
@@ -704,6 +705,9 @@ if begin long-table 100000 30; then
   rows "1 2 4 8 16 32 64 128 512" off
   live 5000 2
   live 5000 2 --device-audio
+  # Identity by voice on (issue 36 §3: >= 5 000): the GPU's voice encoder, and the host's side of
+  # identity stitched by eight threads beside the lanes' workers.
+  live 5000 2 --reidentify --stitch-threads 8
   end_phase
 fi
 

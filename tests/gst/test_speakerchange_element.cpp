@@ -1244,17 +1244,18 @@ TEST(SpeakerChangeElement, SharedEngineGivesWhatAnOwnEngineGives) {
   EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
 }
 
-// Two batches in flight: the shared engine gets two engines and workers, under a key of its own,
-// and each element still gets what an own engine gives.
-TEST(SpeakerChangeElement, BatchesInFlightGiveWhatAnOwnEngineGives) {
-  REQUIRE_SAMPLE();
+// Two elements with `property` at `value` beside one with the default: theirs is a shared engine
+// of its own (one key per value), each still gets what an own engine gives, and the last to stop
+// releases it.
+void expect_own_key_and_own_engine_results(const std::vector<float>& sample, const char* property,
+                                           int value) {
   const auto& want = own_engine_reference(sample);
   const size_t pools = speakerseg::EnginePool::instance().size();
   {
-    auto two = [](GstElement* e) { g_object_set(e, "batches-in-flight", 2, nullptr); };
-    ElementRun a(two), b(two), one;
+    auto set = [&](GstElement* e) { g_object_set(e, property, value, nullptr); };
+    ElementRun a(set), b(set), one;
     EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools + 2)
-        << "one and two batches in flight must not share an engine";
+        << property << "=" << value << " and the default must not share an engine";
     push_both(a, b, sample, 0, sample.size());
     a.eos();
     b.eos();
@@ -1266,26 +1267,17 @@ TEST(SpeakerChangeElement, BatchesInFlightGiveWhatAnOwnEngineGives) {
   EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
 }
 
+// Two batches in flight: the shared engine gets two engines and workers.
+TEST(SpeakerChangeElement, BatchesInFlightGiveWhatAnOwnEngineGives) {
+  REQUIRE_SAMPLE();
+  expect_own_key_and_own_engine_results(sample, "batches-in-flight", 2);
+}
+
 // Helpers stitching the shared batches (with reidentify's default, identity by voice too): a key of
 // its own, and each element still gets what an own engine gives.
 TEST(SpeakerChangeElement, StitchThreadsGiveWhatAnOwnEngineGives) {
   REQUIRE_SAMPLE();
-  const auto& want = own_engine_reference(sample);
-  const size_t pools = speakerseg::EnginePool::instance().size();
-  {
-    auto three = [](GstElement* e) { g_object_set(e, "stitch-threads", 3, nullptr); };
-    ElementRun a(three), b(three), one;
-    EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools + 2)
-        << "one and three stitch threads must not share an engine";
-    push_both(a, b, sample, 0, sample.size());
-    a.eos();
-    b.eos();
-    EXPECT_TRUE(a.errors().empty());
-    EXPECT_TRUE(b.errors().empty());
-    expect_identical(a.events(), want);
-    expect_identical(b.events(), want);
-  }
-  EXPECT_EQ(speakerseg::EnginePool::instance().size(), pools);
+  expect_own_key_and_own_engine_results(sample, "stitch-threads", 3);
 }
 
 TEST(SpeakerChangeElement, FlushingOneSharedElementLeavesTheOtherAlone) {

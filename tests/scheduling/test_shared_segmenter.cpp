@@ -496,27 +496,31 @@ TEST(SharedSegmenter, PerStreamWorkerGivesWhatTheStreamGivesAlone) {
   late.reset();  // with windows queued and in flight: joins its worker
 }
 
+// `channels` channels with identity by voice streaming twenty_seconds() side by side on
+// `scheduler`: each gives what the stream gives alone (its changes' samples and speakers).
+void expect_voice_channels_as_alone(const std::shared_ptr<SharedScheduler>& scheduler,
+                                    int channels) {
+  const VoiceCase& v = twenty_seconds();
+  std::vector<std::vector<SpeakerChange>> got;
+  std::vector<std::thread> threads;
+  stream_side_by_side(scheduler, v.audio, v.settings, channels, &threads, &got);
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < channels; ++i) {
+    ASSERT_EQ(got[i].size(), v.alone.size()) << "channel " << i;
+    for (size_t k = 0; k < v.alone.size(); ++k) {
+      EXPECT_EQ(got[i][k].sample, v.alone[k].sample) << "channel " << i << ", change " << k;
+      EXPECT_EQ(got[i][k].speaker, v.alone[k].speaker) << "channel " << i << ", change " << k;
+    }
+  }
+}
+
 // Identity by voice on the shared engine: the voice encoder runs on the worker for every channel
 // and on hosts finishing theirs (never both at once). Two channels with it, side by side, give
 // what one gives alone.
 TEST(SharedSegmenter, ChannelsWithIdentityByVoiceShareTheEncoder) {
-  const VoiceCase& v = twenty_seconds();
-  const auto& audio = v.audio;
-  const auto& s = v.settings;
-  const auto& want = v.alone;
-  ASSERT_FALSE(want.empty());
+  ASSERT_FALSE(twenty_seconds().alone.empty());
   auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, cpu_voice());
-  std::vector<std::vector<SpeakerChange>> got;
-  std::vector<std::thread> threads;
-  stream_side_by_side(scheduler, audio, s, 2, &threads, &got);
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_EQ(got[i].size(), want.size()) << "channel " << i;
-    for (size_t k = 0; k < want.size(); ++k) {
-      EXPECT_EQ(got[i][k].sample, want[k].sample) << "channel " << i << ", change " << k;
-      EXPECT_EQ(got[i][k].speaker, want[k].speaker) << "channel " << i << ", change " << k;
-    }
-  }
+  expect_voice_channels_as_alone(scheduler, 2);
 }
 
 // The voices of a batch's channels go through the encoder together: two channels fed window by
@@ -703,17 +707,7 @@ TEST(SharedSegmenter, BatchesInFlightShareTheVoiceEncoder) {
   const VoiceCase& v = twenty_seconds();
   ASSERT_FALSE(v.alone.empty());
   auto scheduler = std::make_shared<SharedScheduler>(two_lanes(), 2, cpu_voice());
-  std::vector<std::vector<SpeakerChange>> got;
-  std::vector<std::thread> threads;
-  stream_side_by_side(scheduler, v.audio, v.settings, 3, &threads, &got);
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(got[i].size(), v.alone.size()) << "channel " << i;
-    for (size_t k = 0; k < v.alone.size(); ++k) {
-      EXPECT_EQ(got[i][k].sample, v.alone[k].sample) << "channel " << i << ", change " << k;
-      EXPECT_EQ(got[i][k].speaker, v.alone[k].speaker) << "channel " << i << ", change " << k;
-    }
-  }
+  expect_voice_channels_as_alone(scheduler, 3);
 }
 
 // Helpers stitch a batch's channels beside the worker, identity by voice included: their voice
@@ -725,17 +719,7 @@ TEST(SharedSegmenter, HelpersStitchChannelsWithIdentityByVoice) {
   auto scheduler = std::make_shared<SharedScheduler>(cpu_engine(), 4, cpu_voice(),
                                                      SharedScheduler::kDefaultOutageWait, 3);
   EXPECT_EQ(scheduler->stitch_threads(), 3);
-  std::vector<std::vector<SpeakerChange>> got;
-  std::vector<std::thread> threads;
-  stream_side_by_side(scheduler, v.audio, v.settings, 3, &threads, &got);
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(got[i].size(), v.alone.size()) << "channel " << i;
-    for (size_t k = 0; k < v.alone.size(); ++k) {
-      EXPECT_EQ(got[i][k].sample, v.alone[k].sample) << "channel " << i << ", change " << k;
-      EXPECT_EQ(got[i][k].speaker, v.alone[k].speaker) << "channel " << i << ", change " << k;
-    }
-  }
+  expect_voice_channels_as_alone(scheduler, 3);
 }
 
 }  // namespace

@@ -181,6 +181,22 @@ try:
 except (ValueError, IndexError, KeyError) as e:
     failures.append(f"live --replay: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
 
+# `live --replay --reidentify`: identity by voice's host side too, the voice encoder's answers (the
+# recording's partials) handed out at once, stitched by the worker and a helper: utterances are
+# embedded, changes announced, none dropped.
+r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
+                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1", "--replay",
+                    "--reidentify", "--stitch-threads", "2"],
+                   capture_output=True, text=True)
+try:
+    live = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"speakerseg live --replay --reidentify: {live}")
+    if (r.returncode != 0 or live["error"] or live["changes"] < 1 or live["dropped_windows"] or
+            live["voice_utterances"] < 1 or live["voice_calls"] < 1):
+        failures.append(f"live --replay --reidentify: exit {r.returncode}, {live}")
+except (ValueError, IndexError, KeyError) as e:
+    failures.append(f"live --replay --reidentify: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
+
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
