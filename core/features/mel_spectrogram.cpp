@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engines/cpu/omp_threads.h"
 #include "model/voice_model.h"
 
 namespace speakerseg {
@@ -81,9 +82,13 @@ int64_t MelSpectrogram::frames_for(int64_t samples) {
 }
 
 std::vector<float> MelSpectrogram::compute(const float* audio, int64_t n) const {
+  // One thread per spectrogram: streams' utterances are computed side by side (the stitch
+  // threads), and each thread that called sgemm with OpenMP's default would keep a team of every
+  // core's size.
+  cpu::ScopedOmpThreads one_thread(1);
   const int64_t frames = frames_for(n);
   std::vector<float> mel(static_cast<size_t>(frames) * kMelBands);
-  // Scratch for one block of frames, no more than the clip has: a 3 s utterance needs 301 rows.
+  // Scratch for one block of frames, no more than the clip has (a 1.6 s utterance: 161 rows).
   const auto block = static_cast<size_t>(std::min<int64_t>(kFrameBlock, frames));
   std::vector<float> framed(block * kMelFft);
   std::vector<float> spectrum(block * 2 * kMelBins);

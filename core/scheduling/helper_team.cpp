@@ -24,8 +24,16 @@ void HelperTeam::work_on(Job& job, std::unique_lock<std::mutex>& lock) {
       jobs_.erase(std::find_if(jobs_.begin(), jobs_.end(),
                                [&](const std::shared_ptr<Job>& j) { return j.get() == &job; }));
     lock.unlock();
-    (*job.item)(i);
+    std::exception_ptr failure;
+    try {
+      (*job.item)(i);
+    } catch (...) {
+      // Not let out here: on a helper it would end the process, on the caller it would unwind
+      // run() while helpers still call `item`.
+      failure = std::current_exception();
+    }
     lock.lock();
+    if (failure && !job.failure) job.failure = failure;
     if (++job.done == job.n) job_done_.notify_all();
   }
 }
@@ -33,7 +41,15 @@ void HelperTeam::work_on(Job& job, std::unique_lock<std::mutex>& lock) {
 void HelperTeam::run(int n, const std::function<void(int)>& item) {
   if (n <= 0) return;
   if (threads_.empty() || n == 1) {
-    for (int i = 0; i < n; ++i) item(i);
+    std::exception_ptr failure;
+    for (int i = 0; i < n; ++i) {
+      try {
+        item(i);
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
     return;
   }
   auto job = std::make_shared<Job>();
@@ -45,6 +61,7 @@ void HelperTeam::run(int n, const std::function<void(int)>& item) {
   work_on(*job, lock);
   // Items helpers took may still run: `item` lives on this frame, so wait for them.
   job_done_.wait(lock, [&] { return job->done == job->n; });
+  if (job->failure) std::rethrow_exception(job->failure);
 }
 
 void HelperTeam::loop() {

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,13 +27,15 @@ class HelperTeam {
   int helpers() const { return static_cast<int>(threads_.size()); }
 
   // Calls item(0) ... item(n - 1), each once, on this thread and on idle helpers, and returns
-  // when every call has returned. `item` must not throw (an item's failure is its own result).
+  // when every call has returned. An item's failure should be its own result; should one throw
+  // nonetheless, the others still run and run() rethrows the first exception once all are done.
   void run(int n, const std::function<void(int)>& item);
 
  private:
   struct Job {
     const std::function<void(int)>* item = nullptr;
     int n = 0, next = 0, done = 0;  // guarded by mutex_
+    std::exception_ptr failure;     // the first item's exception (guarded by mutex_)
   };
   // Takes and runs the job's items until none is left to take; `lock` is held between items.
   void work_on(Job& job, std::unique_lock<std::mutex>& lock);

@@ -1,5 +1,7 @@
 #include "scheduling/shared_segmenter.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <functional>
 #include <queue>
@@ -23,13 +25,6 @@ std::vector<std::unique_ptr<SegmentationEngine>> one(std::unique_ptr<Segmentatio
   return engines;
 }
 
-int stitch_helpers(int stitch_threads) {
-  if (stitch_threads <= 0)
-    stitch_threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
-                                SharedScheduler::kMostAutoStitchThreads);
-  return stitch_threads - 1;
-}
-
 }  // namespace
 
 SharedScheduler::SharedScheduler(std::unique_ptr<SegmentationEngine> engine, int batch_size,
@@ -46,7 +41,7 @@ SharedScheduler::SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>
       outage_wait_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(std::max(0.0, outage_wait)))),
       voice_(std::move(voice)),
-      helpers_(stitch_helpers(stitch_threads)) {
+      helpers_(stitch_threads_for(stitch_threads) - 1) {
   if (lanes_.empty()) throw std::invalid_argument("SharedScheduler: no engine");
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (!engines[i]) throw std::invalid_argument("SharedScheduler: no engine");
@@ -55,6 +50,12 @@ SharedScheduler::SharedScheduler(std::vector<std::unique_ptr<SegmentationEngine>
   // Started once every lane has its engine: a worker reads only its own lane.
   for (size_t i = 0; i < lanes_.size(); ++i)
     lanes_[i].worker = std::thread([this, i] { loop(static_cast<int>(i)); });
+}
+
+int SharedScheduler::stitch_threads_for(int requested) {
+  // The cores the CPU engine's threads=0 takes (OpenMP's count: the affinity mask,
+  // OMP_NUM_THREADS).
+  return requested > 0 ? requested : std::clamp(omp_get_max_threads(), 1, kMostAutoStitchThreads);
 }
 
 std::string SharedScheduler::description() const {

@@ -84,6 +84,9 @@ class SharedScheduler {
   int lanes() const { return static_cast<int>(lanes_.size()); }
   // Threads that stitch a batch: its lane's worker and the helpers.
   int stitch_threads() const { return 1 + helpers_.helpers(); }
+  // The stitch threads a scheduler asked for `requested` has (0: one per core OpenMP would use,
+  // at most kMostAutoStitchThreads), for keys that must tell schedulers apart by it.
+  static int stitch_threads_for(int requested);
 
   // For operators and tests: forward calls so far, the size of the last and of the largest one,
   // the channels registered and the windows waiting across all of them.

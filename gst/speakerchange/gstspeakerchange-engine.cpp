@@ -195,11 +195,12 @@ bool acquire_engine(GstSpeakerChange* self, const Settings& p, Stream* s) {
     speakerseg::EngineKey key;
     key.model_path = use_remote ? p.remote_model : p.model;
     key.kind = speakerseg::engine_kind_name(factory->kind());
-    key.options = factory->identity() + ";outage-wait=" + std::to_string(p.outage_wait) +
-                  ";batch-size=" + std::to_string(engine_batch) +
-                  ";batches-in-flight=" + std::to_string(p.batches_in_flight) +
-                  ";stitch-threads=" + std::to_string(p.stitch_threads) +
-                  (p.reidentify ? ";voice-model=" + p.voice_model : "");
+    key.options =
+        factory->identity() + ";outage-wait=" + std::to_string(p.outage_wait) +
+        ";batch-size=" + std::to_string(engine_batch) +
+        ";batches-in-flight=" + std::to_string(p.batches_in_flight) + ";stitch-threads=" +
+        std::to_string(speakerseg::SharedScheduler::stitch_threads_for(p.stitch_threads)) +
+        (p.reidentify ? ";voice-model=" + p.voice_model : "");
     // One engine per batch in flight; what the first one reported (a fallback, say) holds for
     // all, so the others' reports are kept only when they fail.
     int made = 0;

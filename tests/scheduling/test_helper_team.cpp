@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -49,6 +51,31 @@ TEST(HelperTeam, ItemsRunBesideTheCaller) {
   });
   EXPECT_TRUE(met);
   EXPECT_EQ(threads.size(), 2u);
+}
+
+// An item that throws: the other items still run, and run() rethrows once they are all done,
+// with helpers or without; the team goes on serving.
+TEST(HelperTeam, AnItemThatThrowsFailsTheRunAfterTheOthers) {
+  for (int helpers : {0, 2}) {
+    HelperTeam team(helpers);
+    std::vector<std::atomic<int>> runs(100);
+    EXPECT_THROW(team.run(100,
+                          [&](int i) {
+                            runs[static_cast<size_t>(i)].fetch_add(1);
+                            if (i % 10 == 3) throw std::runtime_error("item " + std::to_string(i));
+                          }),
+                 std::runtime_error)
+        << helpers << " helpers";
+    for (int i = 0; i < 100; ++i)
+      EXPECT_EQ(runs[static_cast<size_t>(i)].load(), 1) << "item " << i << ", " << helpers;
+    int later = 0;
+    team.run(10, [&](int) {
+      static std::mutex m;
+      std::lock_guard<std::mutex> lock(m);
+      ++later;
+    });
+    EXPECT_EQ(later, 10);
+  }
 }
 
 TEST(HelperTeam, CallersAtOnceEachGetTheirOwnItems) {

@@ -13,6 +13,7 @@
 #include "engines/cpu/cpu_engine.h"  // CpuPrecision
 #include "engines/cpu/emulated_precision.h"
 #include "engines/cpu/lstm_recurrence.h"
+#include "engines/cpu/omp_threads.h"
 #include "engines/segmentation_engine.h"  // EngineError
 
 namespace speakerseg::cpu {
@@ -25,22 +26,6 @@ inline void gemm(bool trans_b, int m, int n, int k, const float* a, int lda, con
   if (status != dnnl_success)
     throw EngineError("oneDNN sgemm failed (status " + std::to_string(status) + ")");
 }
-
-// oneDNN's sgemm takes its thread count from OpenMP: outside our parallel regions a call would use
-// every core whatever the engine was given. The engine's count for the scope of one call into
-// it, and the caller's setting back afterwards, also when the call throws.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int threads) : caller_(omp_get_max_threads()) {
-    omp_set_num_threads(threads);
-  }
-  ~ScopedOmpThreads() { omp_set_num_threads(caller_); }
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  int caller_;
-};
 
 // The rounding an emulated precision gives every product's operands (kNone for fp32 and bf16),
 // and SincNet's products' (also kNone for the *-fp32-sinc precisions).
