@@ -1,4 +1,4 @@
-// Measuring instruments for `speakerseg live --replay`, not engines to run streams on: it
+// Measuring instruments for `speakerseg live --replay`, not engines to run streams on. ReplayEngine
 // answers at once with a real engine's log-probabilities of a recording's windows, handed out in
 // turn. What `live` then measures is the host side alone (window buffers, the shared scheduler,
 // stitching, turns, identity): its own ceiling in channels per core, which no engine speed can

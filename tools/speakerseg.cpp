@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -160,11 +161,18 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-int positive(const Args& a, const char* name, int fallback) {
+// An integer option from `lo` to `hi`; `rule` says so in the error.
+int integer_option(const Args& a, const char* name, int fallback, int lo, int hi,
+                   const std::string& rule) {
   const double v = a.number(name, fallback);
-  if (v < 1 || v != std::floor(v))
-    throw std::invalid_argument(std::string("--") + name + " must be a positive integer");
+  if (v < lo || v > hi || v != std::floor(v))
+    throw std::invalid_argument(std::string("--") + name + " must be " + rule);
   return static_cast<int>(v);
+}
+
+int positive(const Args& a, const char* name, int fallback) {
+  return integer_option(a, name, fallback, 1, std::numeric_limits<int>::max(),
+                        "a positive integer");
 }
 
 // The engines --engine and its options ask for (core/engines/engine_factory.h decides): what
@@ -644,9 +652,8 @@ int cmd_live(const Args& a) {
   const int feeders = std::min(n, positive(a, "feeders", 1));
   const int in_flight = positive(a, "in-flight", 1);
   // As the element: 0, one per core (at most 8).
-  const double stitch_threads = a.number("stitch-threads", 0);
-  if (stitch_threads < 0 || stitch_threads != std::floor(stitch_threads) || stitch_threads > 64)
-    throw std::invalid_argument("--stitch-threads must be an integer from 0 to 64");
+  const int stitch_threads =
+      integer_option(a, "stitch-threads", 0, 0, 64, "an integer from 0 to 64");
   const std::vector<float> audio = input_or_sample(a);
   const int64_t tick = kSampleRate / 10;
   if (static_cast<int64_t>(audio.size()) < 2 * tick) throw std::invalid_argument("input too short");
@@ -722,9 +729,8 @@ int cmd_live(const Args& a) {
   if (!own) {
     std::vector<std::unique_ptr<SegmentationEngine>> lanes;
     for (int i = 0; i < in_flight; ++i) lanes.push_back(segmentation(batch));
-    scheduler = std::make_shared<SharedScheduler>(std::move(lanes), batch, voice(),
-                                                  SharedScheduler::kDefaultOutageWait,
-                                                  static_cast<int>(stitch_threads));
+    scheduler = std::make_shared<SharedScheduler>(
+        std::move(lanes), batch, voice(), SharedScheduler::kDefaultOutageWait, stitch_threads);
   }
   std::vector<Channel> channels(static_cast<size_t>(n));
   const int step = step_samples(settings);

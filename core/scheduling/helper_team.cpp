@@ -17,6 +17,17 @@ HelperTeam::~HelperTeam() {
   for (auto& t : threads_) t.join();
 }
 
+void HelperTeam::run_item(const std::function<void(int)>& item, int i,
+                          std::exception_ptr& failure) {
+  try {
+    item(i);
+  } catch (...) {
+    // Not let out here: on a helper it would end the process, on the caller it would unwind
+    // run() while helpers still call `item`.
+    if (!failure) failure = std::current_exception();
+  }
+}
+
 void HelperTeam::work_on(Job& job, std::unique_lock<std::mutex>& lock) {
   while (job.next < job.n) {
     const int i = job.next++;
@@ -25,13 +36,7 @@ void HelperTeam::work_on(Job& job, std::unique_lock<std::mutex>& lock) {
                                [&](const std::shared_ptr<Job>& j) { return j.get() == &job; }));
     lock.unlock();
     std::exception_ptr failure;
-    try {
-      (*job.item)(i);
-    } catch (...) {
-      // Not let out here: on a helper it would end the process, on the caller it would unwind
-      // run() while helpers still call `item`.
-      failure = std::current_exception();
-    }
+    run_item(*job.item, i, failure);
     lock.lock();
     if (failure && !job.failure) job.failure = failure;
     if (++job.done == job.n) job_done_.notify_all();
@@ -42,13 +47,7 @@ void HelperTeam::run(int n, const std::function<void(int)>& item) {
   if (n <= 0) return;
   if (threads_.empty() || n == 1) {
     std::exception_ptr failure;
-    for (int i = 0; i < n; ++i) {
-      try {
-        item(i);
-      } catch (...) {
-        if (!failure) failure = std::current_exception();
-      }
-    }
+    for (int i = 0; i < n; ++i) run_item(item, i, failure);
     if (failure) std::rethrow_exception(failure);
     return;
   }

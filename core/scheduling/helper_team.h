@@ -37,6 +37,8 @@ class HelperTeam {
     int n = 0, next = 0, done = 0;  // guarded by mutex_
     std::exception_ptr failure;     // the first item's exception (guarded by mutex_)
   };
+  // Calls item(i); an exception it throws becomes `failure` unless that holds one already.
+  static void run_item(const std::function<void(int)>& item, int i, std::exception_ptr& failure);
   // Takes and runs the job's items until none is left to take; `lock` is held between items.
   void work_on(Job& job, std::unique_lock<std::mutex>& lock);
   void loop();

@@ -342,7 +342,7 @@ SharedScheduler::VoiceRound SharedScheduler::stitch(const std::vector<ChannelWin
       }
     }
     if (waiting.empty()) return r;
-    // ...then the embeddings they all wait for run together, in one encoder call.
+    // ...then the embeddings they all wait for run together (calls of kVoiceBatch partials).
     std::vector<std::vector<float>> embeddings;
     try {
       if (!voice_) throw std::logic_error("a channel waits for a voice, but there is no encoder");

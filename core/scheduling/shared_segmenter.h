@@ -194,7 +194,7 @@ class SharedScheduler {
                       bool* unavailable);
   // Stitches each channel's windows into its timeline, the channels shared between this thread
   // and the helpers. Timelines that wait for a voice embedding wait together: each round embeds
-  // what all of them ask for in one encoder call, on this thread.
+  // what all of them ask for together on this thread (encoder calls of kVoiceBatch partials).
   VoiceRound stitch(const std::vector<ChannelWindows>& work, int frames);
   // The voice encoder's call for `requests`, retried with backoff while it is unavailable, for up
   // to outage_wait_: a voice cannot be skipped without changing who the timeline names, so past
