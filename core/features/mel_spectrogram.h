@@ -19,8 +19,9 @@ class MelSpectrogram {
   // 1 + samples / 160: the frames of a clip of `samples` samples.
   static int64_t frames_for(int64_t samples);
 
-  // The mel power spectrogram [frames_for(n)][kMelBands] of `audio` (n samples at 16 kHz).
-  std::vector<float> compute(const float* audio, int64_t n) const;
+  // The mel power spectrogram [frames_for(n)][kMelBands] of `audio` (n samples at 16 kHz), each
+  // sample scaled by `gain` first (exactly as a scaled copy of the audio would give it).
+  std::vector<float> compute(const float* audio, int64_t n, float gain = 1.f) const;
 
   // The mel filters [kMelBands][kMelBins], as librosa.filters.mel gives them.
   const std::vector<float>& filters() const { return tables_->filters; }

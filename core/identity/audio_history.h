@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 namespace speakerseg {
@@ -14,33 +13,61 @@ class AudioHistory {
  public:
   // The samples [start, start + n) of the stream; only those past end() are taken.
   void add(int64_t start, const float* samples, int64_t n) {
-    if (audio_.empty() && start > begin_) begin_ = start;
-    for (int64_t s = std::max(start, end()); s < start + n; ++s)
-      audio_.push_back(s < 0 ? 0.f : samples[s - start]);  // negative: the window's left padding
+    if (size_ == 0 && start > begin_) begin_ = start;
+    const int64_t from = std::max(start, end());
+    if (from >= start + n) return;
+    reserve(size_ + (start + n - from));
+    // end() is never negative: a first window's left padding (negative samples) is not taken.
+    for (int64_t s = from; s < start + n;) {
+      const int64_t run = std::min(start + n - s, room_after(s));
+      std::copy_n(samples + (s - start), run, &ring_[index(s)]);
+      s += run;
+      size_ += run;
+    }
   }
   // Forgets every sample before `sample`.
   void drop_before(int64_t sample) {
-    while (!audio_.empty() && begin_ < sample) {
-      audio_.pop_front();
-      ++begin_;
-    }
+    const int64_t drop = std::min(sample - begin_, size_);
+    if (drop <= 0) return;
+    begin_ += drop;
+    size_ -= drop;
   }
   // Appends [from, to) to `out`, the part of it that is held; returns how many samples came.
   int64_t copy(int64_t from, int64_t to, std::vector<float>& out) const {
     from = std::max(from, begin_);
     to = std::min(to, end());
-    for (int64_t s = from; s < to; ++s) out.push_back(audio_[static_cast<size_t>(s - begin_)]);
+    for (int64_t s = from; s < to;) {
+      const int64_t run = std::min(to - s, room_after(s));
+      const float* at = &ring_[index(s)];
+      out.insert(out.end(), at, at + run);
+      s += run;
+    }
     return std::max<int64_t>(0, to - from);
   }
-  int64_t end() const { return begin_ + static_cast<int64_t>(audio_.size()); }
+  int64_t end() const { return begin_ + size_; }
   void reset() {
-    audio_.clear();
     begin_ = 0;
+    size_ = 0;
   }
 
  private:
-  std::deque<float> audio_;
-  int64_t begin_ = 0;
+  // A ring whose size is a power of two, sample s at s & (size - 1): it grows to what the stream
+  // holds and is then reused, where a deque of samples allocated a block every 128 samples.
+  size_t index(int64_t s) const { return static_cast<size_t>(s) & (ring_.size() - 1); }
+  int64_t room_after(int64_t s) const { return static_cast<int64_t>(ring_.size() - index(s)); }
+  void reserve(int64_t samples) {
+    if (static_cast<size_t>(samples) <= ring_.size()) return;
+    size_t size = std::max<size_t>(ring_.size(), 4096);
+    while (size < static_cast<size_t>(samples)) size *= 2;
+    std::vector<float> grown(size);
+    for (int64_t s = begin_; s < end(); ++s)
+      grown[static_cast<size_t>(s) & (size - 1)] = ring_[index(s)];
+    ring_.swap(grown);
+  }
+
+  std::vector<float> ring_;
+  int64_t begin_ = 0;  // the stream sample of the oldest one held
+  int64_t size_ = 0;   // samples held
 };
 
 }  // namespace speakerseg

@@ -162,7 +162,11 @@ void SpeakerIdentifier::start_turn(Label& l, int64_t frame) {
 bool SpeakerIdentifier::first_decision(int label, int64_t frame, const SpeakerStitcher& stitcher) {
   std::vector<FrameActivity> ahead;
   stitcher.peek_from(frame, ahead);
-  std::vector<float> clean;
+  // The thread's scratch, used within this call only: a fresh 3 s of audio for every decision
+  // cost the kernel's page zeroing a share of a many-channel run, and a stream's own would hold
+  // it between decisions.
+  thread_local std::vector<float> clean;
+  clean.clear();
   int64_t read = -1;
   const auto budget = static_cast<size_t>(settings_.decision_seconds * kSampleRate);
   for (const auto& f : ahead) {

@@ -39,15 +39,20 @@ std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& m
   return out;
 }
 
-std::vector<float> normalise_volume(const float* audio, int64_t n) {
-  std::vector<float> out(audio, audio + n);
+float volume_gain(const float* audio, int64_t n) {
   double power = 0;
   for (int64_t i = 0; i < n; ++i) power += static_cast<double>(audio[i]) * audio[i];
-  if (n == 0 || power <= 0) return out;
+  if (n == 0 || power <= 0) return 1.f;
   const double change_db = kTargetDbfs - 10 * std::log10(power / n);
-  if (change_db <= 0) return out;
-  const float gain = static_cast<float>(std::pow(10.0, std::min(change_db, kMaxGainDb) / 20));
-  for (float& x : out) x *= gain;
+  if (change_db <= 0) return 1.f;
+  return static_cast<float>(std::pow(10.0, std::min(change_db, kMaxGainDb) / 20));
+}
+
+std::vector<float> normalise_volume(const float* audio, int64_t n) {
+  std::vector<float> out(audio, audio + n);
+  const float gain = volume_gain(audio, n);
+  if (gain != 1.f)
+    for (float& x : out) x *= gain;
   return out;
 }
 
@@ -55,8 +60,7 @@ UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio
   UtteranceRequest r;
   const auto starts = partial_starts(MelSpectrogram::frames_for(n));
   if (starts.empty()) return r;
-  const std::vector<float> scaled = normalise_volume(audio, n);
-  const std::vector<float> spectrogram = mel.compute(scaled.data(), n);
+  const std::vector<float> spectrogram = mel.compute(audio, n, volume_gain(audio, n));
   r.partials = gather_partials(spectrogram, starts);
   r.count = static_cast<int>(starts.size());
   r.high_band = high_band_ratio(mel, spectrogram);

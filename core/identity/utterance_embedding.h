@@ -27,7 +27,10 @@ std::vector<int64_t> partial_starts(int64_t frames, int step = kPartialStep);
 std::vector<float> embed_partials(VoiceEncoder& encoder, const MelSpectrogram& mel,
                                   const float* audio, int64_t n, int step = kPartialStep);
 
-// `audio` scaled up to kTargetDbfs (at most kMaxGainDb), as the utterance embedding sees it.
+// The gain that brings `audio` up to kTargetDbfs (at most kMaxGainDb; 1 when it is loud enough).
+float volume_gain(const float* audio, int64_t n);
+
+// `audio` scaled by volume_gain(), as the utterance embedding sees it.
 std::vector<float> normalise_volume(const float* audio, int64_t n);
 
 // An utterance ready for the encoder: the partials of its volume-normalised mel, one after the

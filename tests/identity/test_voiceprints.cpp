@@ -167,5 +167,25 @@ TEST(AudioHistory, KeepsWhatIsNewAndDropsWhatIsRead) {
   EXPECT_EQ(out, (std::vector<float>{70, 71}));
 }
 
+TEST(AudioHistory, GivesTheStreamBackWhileItsRingWrapsAndGrows) {
+  // Overlapping windows of a stream whose sample s is s itself; what is held grows from 3 000 to
+  // 20 000 samples (the ring doubles while its contents wrap) and is read back across the wrap.
+  AudioHistory h;
+  std::vector<float> window(5000);
+  int64_t kept = 3000;
+  for (int64_t start = -1000; start < 400000; start += 1700, kept += 50) {
+    for (int i = 0; i < 5000; ++i) window[i] = static_cast<float>(start + i);
+    h.add(start, window.data(), 5000);
+    ASSERT_EQ(h.end(), start + 5000);
+    const int64_t from = std::max<int64_t>(0, h.end() - std::min<int64_t>(kept, 20000));
+    std::vector<float> out = {-1};  // appended to, not replaced
+    ASSERT_EQ(h.copy(from, h.end() + 7, out), h.end() - from);
+    ASSERT_EQ(out.front(), -1);
+    for (size_t i = 1; i < out.size(); ++i)
+      ASSERT_EQ(out[i], static_cast<float>(from + static_cast<int64_t>(i) - 1)) << start;
+    h.drop_before(from);
+  }
+}
+
 }  // namespace
 }  // namespace speakerseg
