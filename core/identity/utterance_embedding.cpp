@@ -90,20 +90,29 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
   constexpr size_t kPartial = static_cast<size_t>(kPartialFrames) * kMelBands;
   int total = 0;
   for (const UtteranceRequest* r : requests) total += r->count;
-  std::vector<float> mel(static_cast<size_t>(total) * kPartial);
-  size_t at = 0;
-  for (const UtteranceRequest* r : requests) {
-    std::copy(r->partials.begin(), r->partials.end(), mel.begin() + static_cast<ptrdiff_t>(at));
-    at += static_cast<size_t>(r->count) * kPartial;
-  }
-  std::vector<float> partials(static_cast<size_t>(total) * kEmbeddingDim);
-  int calls = 0;
   max_batch = std::max(1, max_batch);
-  for (int first = 0; first < total; first += max_batch, ++calls) {
-    const int n = std::min(max_batch, total - first);
-    encoder.embed(&mel[static_cast<size_t>(first) * kPartial], n, kPartialFrames,
-                  &partials[static_cast<size_t>(first) * kEmbeddingDim]);
-  }
+  // The thread's scratch: one call's partials gathered, and every partial's embedding. A voice
+  // round of a few hundred utterances would otherwise take megabytes of fresh pages.
+  thread_local std::vector<float> call_mel, partials;
+  if (call_mel.size() < static_cast<size_t>(std::min(max_batch, total)) * kPartial)
+    call_mel.resize(static_cast<size_t>(std::min(max_batch, total)) * kPartial);
+  if (partials.size() < static_cast<size_t>(total) * kEmbeddingDim)
+    partials.resize(static_cast<size_t>(total) * kEmbeddingDim);
+  int calls = 0, embedded = 0, gathered = 0;
+  const auto call = [&] {
+    encoder.embed(call_mel.data(), gathered, kPartialFrames,
+                  &partials[static_cast<size_t>(embedded) * kEmbeddingDim]);
+    embedded += gathered;
+    gathered = 0;
+    ++calls;
+  };
+  for (const UtteranceRequest* r : requests)
+    for (int p = 0; p < r->count; ++p) {
+      std::copy_n(&r->partials[static_cast<size_t>(p) * kPartial], kPartial,
+                  &call_mel[static_cast<size_t>(gathered) * kPartial]);
+      if (++gathered == max_batch) call();
+    }
+  if (gathered > 0) call();
   embeddings.assign(requests.size(), {});
   int row = 0;
   for (size_t q = 0; q < requests.size(); ++q) {
