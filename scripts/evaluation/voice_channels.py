@@ -28,6 +28,10 @@ figure is the equal error rate (EER) over a split's pairs. Parts (all by default
             cohort scores): each cosine centred and scaled by both sides' scores against a cohort
             of voices nobody scored is: backend's train pieces, clean only or through channels;
             on AMI also the other AMI set's pieces (the cohort a meeting deployment would have).
+  bandlimit every utterance (turns, enrolment clips, AMI pieces) restricted to a common band
+            before the encoder (--bands): "mask LO-HI", the mel bins whose centre lies outside
+            LO-HI Hz zeroed; "soft LO-HI", those bins scaled by 1e-3; "lowpass LO-HI", the audio
+            itself through a Butterworth filter (order 8, forwards and backwards) before the mel.
 
 The embedding is computed here in numpy, librosa and ONNX Runtime (models/voice-encoder-ge2e.onnx),
 mirroring the product's C++ (core/features/mel_spectrogram, core/identity/utterance_embedding):
@@ -37,7 +41,8 @@ mean of their embeddings renormalised. Nothing in the product changes: this is a
 (docs/identity.md, "Channel-robust voice evidence").
 
   .venv/bin/python3 scripts/evaluation/voice_channels.py [equalise] [band] [backend] [centroid] [snorm]
-      [--programmes build/programmes-hard/hard] [--seed 7] [--draws 3] [--shrink 0.3]
+      [bandlimit] [--programmes build/programmes-hard/hard] [--seed 7] [--draws 3] [--shrink 0.3]
+      [--bands mask 0-3400 ...]
 """
 import argparse
 import collections
@@ -51,7 +56,9 @@ import tempfile
 import librosa
 import numpy as np
 import onnxruntime
+import scipy.signal
 import soundfile
+from pyannote.database.util import load_rttm
 
 import programmes as P
 from diart_compare import raise_volume
@@ -59,6 +66,11 @@ import voice_separation as VS
 
 MODEL = P.ROOT / "models" / "voice-encoder-ge2e.onnx"
 MEL = librosa.filters.mel(sr=P.RATE, n_fft=400, n_mels=40)
+CENTRES = librosa.mel_frequencies(n_mels=42, fmin=0, fmax=P.RATE / 2)[1:-1]   # Hz, MEL's bins
+BANDS = ("none", "mask 0-3400", "mask 0-4000", "mask 0-5000", "mask 0-6000", "mask 300-3400",
+         "soft 0-3400", "soft 0-4000", "soft 0-5000", "soft 0-6000", "soft 300-3400",
+         "lowpass 0-3400", "lowpass 0-4000", "lowpass 0-5000", "lowpass 0-6000",
+         "lowpass 300-3400")
 PARTIAL, STEP = 160, 80
 SHORTEST = 1.7              # s: a turn shorter than this is not scored (one partial is 1.59 s)
 KINDS = ("turn-turn", "enrolment-turn")
@@ -87,11 +99,17 @@ def embed(m):
 
 def items_of(split):
     """(programme, reader, 'turn' or 'enrolment', channel, audio) of every turn of SHORTEST or
-    more and every enrolment clip of the split's programmes."""
+    more and every enrolment clip of the split's programmes (turns: the manifest's, or where it
+    lists none, as a build with no variant on does, the reference's segments)."""
     out = []
     for uri in json.loads((split / "programmes.json").read_text()):
         d = json.loads((split / f"{uri}.json").read_text())
         y, _ = soundfile.read(split / d["wav"], dtype="float32")
+        if "turns" not in d:   # no variant on (easy): the reference segments, the person's channel
+            channel = {p["reader"]: p["channel"] for p in d["people"]}
+            d["turns"] = [{"reader": r, "start": seg.start, "end": seg.end, "channel": channel[r]}
+                          for seg, _, r in load_rttm(str(split / d["rttm"]))[uri].itertracks(
+                              yield_label=True)]
         for t in d["turns"]:
             a = y[round(t["start"] * P.RATE):round(t["end"] * P.RATE)]
             if len(a) >= SHORTEST * P.RATE:
@@ -231,14 +249,15 @@ def wccn(X, labels, shrink):
     return mu, V @ np.diag(1 / np.sqrt(w)) @ V.T
 
 
-def ami_pieces(seconds):
-    """{set: (rows, embeddings)} of voice_separation's pieces of the AMI crops."""
+def ami_pieces(seconds, embedding=lambda a: embed(mel(a))):
+    """{set: (rows, embeddings)} of voice_separation's pieces of the AMI crops (each piece's
+    audio to its embedding by `embedding`)."""
     out = {}
     for s, rttm in VS.SETS.items():
         rows = list(VS.pieces(VS.DATA / rttm, seconds))
-        out[s] = rows, np.stack([embed(mel(soundfile.read(
+        out[s] = rows, np.stack([embedding(soundfile.read(
             VS.DATA / f"{rec}.wav", dtype="float32", start=round(t * P.RATE),
-            stop=round(u * P.RATE))[0])) for rec, _, t, u in rows])
+            stop=round(u * P.RATE))[0]) for rec, _, t, u in rows])
     return out
 
 
@@ -351,8 +370,44 @@ def snorm(data, args):
           rows)
 
 
+def band_embedding(choice):
+    """audio -> embedding for a --bands choice ("none", "mask LO-HI", "soft LO-HI", "lowpass
+    LO-HI"), and what it keeps."""
+    if choice == "none":
+        return lambda a: embed(mel(a)), "all 40 mel bins"
+    how, band = choice.split()
+    lo, hi = (float(f) for f in band.split("-"))
+    if how == "lowpass":
+        sos = scipy.signal.butter(8, [lo, hi] if lo else hi, "bandpass" if lo else "lowpass",
+                                  fs=P.RATE, output="sos")
+        return (lambda a: embed(mel(scipy.signal.sosfiltfilt(sos, a).astype(np.float32))),
+                f"audio filtered to {band} Hz")
+    inside = (CENTRES >= lo) & (CENTRES <= hi)
+    w = np.where(inside, 1.0, {"mask": 0.0, "soft": 1e-3}[how]).astype(np.float32)
+    c = CENTRES[inside]
+    return lambda a: embed(mel(a) * w), f"{len(c)} mel bins, centres {c[0]:.0f}-{c[-1]:.0f} Hz"
+
+
+def bandlimit(data, args):
+    rows, kept = [], []
+    for choice in args.bands:
+        f, what = band_embedding(choice)
+        kept.append(f"{choice}: {what}")
+        row = [choice]
+        for s, items in data.items():
+            row += eers(items, np.stack([f(i[4]) for i in items]))
+        ami = ami_pieces(args.ami_seconds, f)
+        row += [across(r, E)[0] for r, E in ami.values()]
+        rows.append(row)
+    print("kept: " + "; ".join(kept))
+    print("AMI pairs same/different across recordings: "
+          + ", ".join(f"{s} {across(r, E)[1]}" for s, (r, E) in ami.items()) + "\n")
+    table(["band"] + [f"{s} {k} EER" for s in data for k in KINDS]
+          + [f"AMI {s} EER" for s in ami], rows)
+
+
 PARTS = {"equalise": equalise, "band": band, "backend": backend, "centroid": centroid,
-         "snorm": snorm}
+         "snorm": snorm, "bandlimit": bandlimit}
 
 
 def main():
@@ -365,6 +420,9 @@ def main():
     ap.add_argument("--draws", type=int, default=3, help="channels each back-end piece goes through")
     ap.add_argument("--shrink", type=float, default=0.3)
     ap.add_argument("--ami-seconds", type=float, default=3.0)
+    ap.add_argument("--bands", nargs="+", default=list(BANDS), metavar="BAND",
+                    help="bandlimit's choices: none, mask LO-HI, soft LO-HI or lowpass LO-HI "
+                         "(one argument each, quoted)")
     args = ap.parse_args()
     if set(args.parts) - set(PARTS):
         ap.error(f"parts are {', '.join(PARTS)}")
