@@ -2,8 +2,8 @@
 // (sr 16000, n_fft 400, hop 160, 40 mels): frames centred on every 160th sample with zero padding
 // beyond the clip, a periodic Hann window of 400, power spectrum, slaney mel scale with slaney
 // normalisation over 0-8000 Hz, no log. Host code for every voice engine; no state between calls.
-// Its tables (the windowed DFT basis, 0.64 MB, and the filters) are computed once per process and
-// shared: every stream with identity by voice holds a MelSpectrogram.
+// Its tables (the Hann window, the DFT's two stages and the filters) are computed once per process
+// and shared: every stream with identity by voice holds a MelSpectrogram.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +27,13 @@ class MelSpectrogram {
   const std::vector<float>& filters() const { return tables_->filters; }
 
   struct Tables {
-    std::vector<float> basis;      // [kMelFft][2 * kMelBins]: windowed cos, then -sin, columns
-    std::vector<float> filters;    // [kMelBands][kMelBins]
-    std::vector<float> filters_t;  // [kMelBins][kMelBands], for the product
+    std::vector<float> window;      // [kMelFft]: periodic Hann
+    std::vector<float> stage1;      // [13 bins: re, im][25]: the DFT's first stage (see the .cpp)
+    std::vector<float> twiddle_re;  // [25][16]
+    std::vector<float> twiddle_im;  // [25][16]
+    std::vector<float> stage2;      // [2 x 16][9 bins: re, im]: its second stage
+    std::vector<float> filters;     // [kMelBands][kMelBins]
+    std::vector<float> filters_t;   // [kMelBins][kMelBands], for the product
   };
 
  private:
