@@ -68,20 +68,24 @@ UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio
 }
 
 float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spectrogram) {
-  constexpr double kBinHz = 16000.0 / kMelFft;
-  // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz.
-  std::vector<int> band(kMelBands);
-  for (int b = 0; b < kMelBands; ++b) {
-    const float* f = &mel.filters()[static_cast<size_t>(b) * kMelBins];
-    const double centre = static_cast<double>(std::max_element(f, f + kMelBins) - f) * kBinHz;
-    band[b] = centre >= 4200 ? 1 : centre >= 2400 && centre <= 3400 ? -1 : 0;
-  }
+  // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz. Every
+  // MelSpectrogram has the same filters, so the bands are sorted once.
+  static const std::vector<int> band = [&mel] {
+    constexpr double kBinHz = 16000.0 / kMelFft;
+    std::vector<int> b(kMelBands);
+    for (int m = 0; m < kMelBands; ++m) {
+      const float* f = &mel.filters()[static_cast<size_t>(m) * kMelBins];
+      const double centre = static_cast<double>(std::max_element(f, f + kMelBins) - f) * kBinHz;
+      b[m] = centre >= 4200 ? 1 : centre >= 2400 && centre <= 3400 ? -1 : 0;
+    }
+    return b;
+  }();
   double above = 0, top = 0;
-  for (size_t i = 0; i < spectrogram.size(); ++i) {
-    const int b = band[i % kMelBands];
-    if (b > 0) above += spectrogram[i];
-    if (b < 0) top += spectrogram[i];
-  }
+  for (size_t f = 0; f < spectrogram.size(); f += kMelBands)
+    for (int m = 0; m < kMelBands; ++m) {
+      if (band[m] > 0) above += spectrogram[f + m];
+      if (band[m] < 0) top += spectrogram[f + m];
+    }
   return top > 0 ? static_cast<float>(above / top) : 1.f;
 }
 
