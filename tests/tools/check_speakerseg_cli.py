@@ -153,49 +153,37 @@ with tempfile.TemporaryDirectory() as tmp:
     if "CUDA" in r.stderr:
         failures.append(f"engine choice reported without --verbose: {r.stderr!r}")
 
-# `live`: real-time channels through the streaming logic, one JSON line (the capacity benchmark's
-# core trial). Three channels for 13 s of real time, so that windows run, changes are announced
-# after the 1 s warm-up, and nothing is dropped on an otherwise idle engine.
-r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
-                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1"],
-                   capture_output=True, text=True)
-try:
-    live = json.loads(r.stdout.strip().splitlines()[-1])
-    print(f"speakerseg live: {live}")
-    if r.returncode != 0 or live["channels"] != 3 or live["error"] or live["changes"] < 1:
-        failures.append(f"live: exit {r.returncode}, {live}")
-except (ValueError, IndexError, KeyError) as e:
-    failures.append(f"live: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
 
+def check_live(extra, holds):
+    """Runs `speakerseg live` on three channels for 13 s of real time with `extra` options (so that
+    windows run and changes are announced after the 1 s warm-up) and checks its one JSON line with
+    `holds`, which must be true of it."""
+    name = " ".join(["live"] + extra)
+    r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
+                        "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1"]
+                       + extra, capture_output=True, text=True)
+    try:
+        live = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"speakerseg {name}: {live}")
+        if (r.returncode != 0 or live["channels"] != 3 or live["error"] or live["changes"] < 1
+                or not holds(live)):
+            failures.append(f"{name}: exit {r.returncode}, {live}")
+    except (ValueError, IndexError, KeyError) as e:
+        failures.append(f"{name}: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
+
+
+# `live`: real-time channels through the streaming logic (the capacity benchmark's core trial).
+check_live([], lambda live: True)
 # `live --replay`: the host side alone, on the CPU engine's answers for the recording's windows
-# computed first (one per second of it), handed out at once: changes announced, none dropped.
-r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
-                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1", "--replay"],
-                   capture_output=True, text=True)
-try:
-    live = json.loads(r.stdout.strip().splitlines()[-1])
-    print(f"speakerseg live --replay: {live}")
-    if (r.returncode != 0 or not live["engine"].startswith("replay of ") or "computed by cpu" not in
-            live["engine"] or live["error"] or live["changes"] < 1 or live["dropped_windows"]):
-        failures.append(f"live --replay: exit {r.returncode}, {live}")
-except (ValueError, IndexError, KeyError) as e:
-    failures.append(f"live --replay: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
-
+# computed first (one per second of it), handed out at once: none dropped.
+check_live(["--replay"], lambda live: live["engine"].startswith("replay of ")
+           and "computed by cpu" in live["engine"] and not live["dropped_windows"])
 # `live --replay --reidentify`: identity by voice's host side too, the voice encoder's answers (the
 # recording's partials) handed out at once, stitched by the worker and a helper: utterances are
-# embedded, changes announced, none dropped.
-r = subprocess.run([exe, "live", "--model", model, "--engine", "cpu", "--input", recording,
-                    "--channels", "3", "--seconds", "12", "--warmup", "1", "--threads", "1", "--replay",
-                    "--reidentify", "--stitch-threads", "2"],
-                   capture_output=True, text=True)
-try:
-    live = json.loads(r.stdout.strip().splitlines()[-1])
-    print(f"speakerseg live --replay --reidentify: {live}")
-    if (r.returncode != 0 or live["error"] or live["changes"] < 1 or live["dropped_windows"] or
-            live["voice_utterances"] < 1 or live["voice_calls"] < 1):
-        failures.append(f"live --replay --reidentify: exit {r.returncode}, {live}")
-except (ValueError, IndexError, KeyError) as e:
-    failures.append(f"live --replay --reidentify: exit {r.returncode}, no JSON line ({e}): {r.stdout!r} {r.stderr!r}")
+# embedded, none dropped.
+check_live(["--replay", "--reidentify", "--stitch-threads", "2"],
+           lambda live: not live["dropped_windows"] and live["voice_utterances"] >= 1
+           and live["voice_calls"] >= 1)
 
 for f in failures:
     print("FAIL:", f)
