@@ -30,9 +30,9 @@ constexpr int kStage1Bins = kN2 / 2 + 1;               // k2 = 0..12
 constexpr int kStage2Bins = (kMelBins - 1) / kN2 + 1;  // k1 = 0..8
 static_assert(kN1 * kN2 == kMelFft, "the two stages factor the mel's DFT");
 
-// One block's scratch, kept by each thread that computes spectrograms. A fresh 1 MB for every
-// utterance cost the kernel's page zeroing 7.4 % of a 2 000-channel run with identity (the
-// stitch threads each compute many a second); a thread keeps at most one block's worth.
+// One block's scratch (2.3 MB at most), kept by each thread that computes spectrograms: fresh for
+// every utterance, it was a fifth of the page faults of a many-channel run with identity, whose
+// stitch threads each compute many a second.
 struct BlockScratch {
   std::vector<float> framed;    // [n2][frame][n1]
   std::vector<float> stage1;    // [k2: re, im][frame][n1]

@@ -1,6 +1,7 @@
 // The stream's recent audio, by stream sample position, for the voice embeddings of frames that
 // are already stitched: windows arrive overlapping, each adds what is new, and what no decision
-// will read again is dropped, so memory stays at about latency + one window.
+// will read again is dropped, so what is held stays at about latency + one window (the ring that
+// holds it: the next power of two, at most twice that).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,24 @@ class AudioHistory {
  public:
   // The samples [start, start + n) of the stream; only those past end() are taken.
   void add(int64_t start, const float* samples, int64_t n) {
+    if (size_ > 0 && start > end()) {
+      // Windows were dropped (overload, an outage): the audio between is lost, and the samples
+      // that come must land at their own positions. A gap of up to one window is silence; a
+      // longer one starts the history again, so that an outage does not fill it with silence (a
+      // decision over frames before the gap then finds no audio there, as for audio never heard).
+      if (start - end() > kLongestGap) {
+        size_ = 0;
+      } else {
+        const int64_t gap = start - end();
+        reserve(size_ + gap);
+        for (int64_t s = end(); s < start;) {
+          const int64_t run = std::min(start - s, room_after(s));
+          std::fill_n(&ring_[index(s)], run, 0.f);
+          s += run;
+          size_ += run;
+        }
+      }
+    }
     if (size_ == 0 && start > begin_) begin_ = start;
     const int64_t from = std::max(start, end());
     if (from >= start + n) return;
@@ -51,6 +70,8 @@ class AudioHistory {
   }
 
  private:
+  static constexpr int64_t kLongestGap = 10 * 16000;  // the longest gap filled: one window
+
   // A ring whose size is a power of two, sample s at s & (size - 1): it grows to what the stream
   // holds and is then reused, where a deque of samples allocated a block every 128 samples.
   size_t index(int64_t s) const { return static_cast<size_t>(s) & (ring_.size() - 1); }

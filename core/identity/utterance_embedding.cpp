@@ -81,7 +81,7 @@ float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spect
     return b;
   }();
   double above = 0, top = 0;
-  for (size_t f = 0; f < spectrogram.size(); f += kMelBands)
+  for (size_t f = 0; f + kMelBands <= spectrogram.size(); f += kMelBands)
     for (int m = 0; m < kMelBands; ++m) {
       if (band[m] > 0) above += spectrogram[f + m];
       if (band[m] < 0) top += spectrogram[f + m];

@@ -56,6 +56,25 @@ TEST(MelSpectrogram, MatchesLibrosa) {
   }
 }
 
+TEST(MelSpectrogram, AGainIsTheSpectrogramOfTheScaledAudio) {
+  // The utterance embedding's volume gain is applied while framing: to the bit what a scaled copy
+  // of the audio (normalise_volume) gives.
+  const MelSpectrogram mel;
+  const NpyArray audio =
+      read_npy(test::voice_reference(test::voice_cases().front() + ".audio.npy"));
+  const auto n = static_cast<int64_t>(audio.data.size());
+  for (const float gain : {0.25f, 3.7f}) {
+    std::vector<float> scaled = audio.data;
+    for (float& x : scaled) x *= gain;
+    EXPECT_EQ(mel.compute(audio.data.data(), n, gain), mel.compute(scaled.data(), n)) << gain;
+  }
+  std::vector<float> quiet = audio.data;
+  for (float& x : quiet) x *= 0.01f;
+  ASSERT_NE(volume_gain(quiet.data(), n), 1.f);
+  EXPECT_EQ(mel.compute(quiet.data(), n, volume_gain(quiet.data(), n)),
+            mel.compute(normalise_volume(quiet.data(), n).data(), n));
+}
+
 TEST(VoiceEncoder, PartialsMatchTheOriginalWeights) {
   test::expect_partials_match(*encoder(), 0.9999f, "voice");
 }

@@ -168,8 +168,9 @@ TEST(AudioHistory, KeepsWhatIsNewAndDropsWhatIsRead) {
 }
 
 TEST(AudioHistory, GivesTheStreamBackWhileItsRingWrapsAndGrows) {
-  // Overlapping windows of a stream whose sample s is s itself; what is held grows from 3 000 to
-  // 20 000 samples (the ring doubles while its contents wrap) and is read back across the wrap.
+  // Overlapping windows of a stream whose sample s is s itself; what is read grows from 3 000 to
+  // 14 750 samples (the ring doubles from 4 096 to 32 768, twice while its contents wrap) and is
+  // read back across the wrap.
   AudioHistory h;
   std::vector<float> window(5000);
   int64_t kept = 3000;
@@ -177,7 +178,7 @@ TEST(AudioHistory, GivesTheStreamBackWhileItsRingWrapsAndGrows) {
     for (int i = 0; i < 5000; ++i) window[i] = static_cast<float>(start + i);
     h.add(start, window.data(), 5000);
     ASSERT_EQ(h.end(), start + 5000);
-    const int64_t from = std::max<int64_t>(0, h.end() - std::min<int64_t>(kept, 20000));
+    const int64_t from = std::max<int64_t>(0, h.end() - kept);
     std::vector<float> out = {-1};  // appended to, not replaced
     ASSERT_EQ(h.copy(from, h.end() + 7, out), h.end() - from);
     ASSERT_EQ(out.front(), -1);
@@ -185,6 +186,32 @@ TEST(AudioHistory, GivesTheStreamBackWhileItsRingWrapsAndGrows) {
       ASSERT_EQ(out[i], static_cast<float>(from + static_cast<int64_t>(i) - 1)) << start;
     h.drop_before(from);
   }
+}
+
+TEST(AudioHistory, PutsWhatFollowsAGapAtItsOwnPlace) {
+  // Windows dropped between two that are kept: the samples after the gap are where they belong,
+  // the gap is silence, and what was held before it is still there. A gap longer than a window
+  // starts the history again.
+  AudioHistory h;
+  std::vector<float> window(3000);
+  const auto push = [&](int64_t start) {
+    for (int i = 0; i < 3000; ++i) window[i] = static_cast<float>(start + i);
+    h.add(start, window.data(), 3000);
+  };
+  push(0);
+  push(1000);  // held: 0..3999
+  push(9000);  // a gap of 5 000
+  EXPECT_EQ(h.end(), 12000);
+  std::vector<float> out;
+  EXPECT_EQ(h.copy(3998, 4002, out), 4);
+  EXPECT_EQ(out, (std::vector<float>{3998, 3999, 0, 0}));
+  out.clear();
+  EXPECT_EQ(h.copy(8999, 9002, out), 3);
+  EXPECT_EQ(out, (std::vector<float>{0, 9000, 9001}));
+  out.clear();
+  push(200000);  // longer than a window
+  EXPECT_EQ(h.copy(0, 200002, out), 2);
+  EXPECT_EQ(out, (std::vector<float>{200000, 200001}));
 }
 
 }  // namespace
