@@ -19,30 +19,15 @@ class AudioHistory {
       // that come must land at their own positions. A gap of up to one window is silence; a
       // longer one starts the history again, so that an outage does not fill it with silence (a
       // decision over frames before the gap then finds no audio there, as for audio never heard).
-      if (start - end() > kLongestGap) {
+      if (start - end() > kLongestGap)
         size_ = 0;
-      } else {
-        const int64_t gap = start - end();
-        reserve(size_ + gap);
-        for (int64_t s = end(); s < start;) {
-          const int64_t run = std::min(start - s, room_after(s));
-          std::fill_n(&ring_[index(s)], run, 0.f);
-          s += run;
-          size_ += run;
-        }
-      }
+      else
+        append(start - end(), nullptr);
     }
     if (size_ == 0 && start > begin_) begin_ = start;
-    const int64_t from = std::max(start, end());
-    if (from >= start + n) return;
-    reserve(size_ + (start + n - from));
     // end() is never negative: a first window's left padding (negative samples) is not taken.
-    for (int64_t s = from; s < start + n;) {
-      const int64_t run = std::min(start + n - s, room_after(s));
-      std::copy_n(samples + (s - start), run, &ring_[index(s)]);
-      s += run;
-      size_ += run;
-    }
+    const int64_t from = std::max(start, end());
+    if (from < start + n) append(start + n - from, samples + (from - start));
   }
   // Forgets every sample before `sample`.
   void drop_before(int64_t sample) {
@@ -76,6 +61,20 @@ class AudioHistory {
   // holds and is then reused, where a deque of samples allocated a block every 128 samples.
   size_t index(int64_t s) const { return static_cast<size_t>(s) & (ring_.size() - 1); }
   int64_t room_after(int64_t s) const { return static_cast<int64_t>(ring_.size() - index(s)); }
+  // Appends `count` samples at end(): `samples`, or silence where it is null.
+  void append(int64_t count, const float* samples) {
+    reserve(size_ + count);
+    for (int64_t done = 0; done < count;) {
+      const int64_t run = std::min(count - done, room_after(end()));
+      float* to = &ring_[index(end())];
+      if (samples)
+        std::copy_n(samples + done, run, to);
+      else
+        std::fill_n(to, run, 0.f);
+      done += run;
+      size_ += run;
+    }
+  }
   void reserve(int64_t samples) {
     if (static_cast<size_t>(samples) <= ring_.size()) return;
     size_t size = std::max<size_t>(ring_.size(), 4096);
