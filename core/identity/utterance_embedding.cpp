@@ -98,8 +98,8 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
   // The thread's scratch: one call's partials gathered, and every partial's embedding. A voice
   // round of a few hundred utterances would otherwise take megabytes of fresh pages.
   thread_local std::vector<float> call_mel, partials;
-  if (call_mel.size() < static_cast<size_t>(std::min(max_batch, total)) * kPartial)
-    call_mel.resize(static_cast<size_t>(std::min(max_batch, total)) * kPartial);
+  const size_t call_floats = static_cast<size_t>(std::min(max_batch, total)) * kPartial;
+  if (call_mel.size() < call_floats) call_mel.resize(call_floats);
   if (partials.size() < static_cast<size_t>(total) * kEmbeddingDim)
     partials.resize(static_cast<size_t>(total) * kEmbeddingDim);
   int calls = 0, embedded = 0, gathered = 0;
