@@ -125,6 +125,9 @@ std::shared_ptr<const MelSpectrogram::Tables> make_tables() {
       t->filters[static_cast<size_t>(m) * kMelBins + k] = w;
       t->filters_t[static_cast<size_t>(k) * kMelBands + m] = w;
     }
+    const float* f = &t->filters[static_cast<size_t>(m) * kMelBins];
+    t->peak_hz.push_back(static_cast<double>(std::max_element(f, f + kMelBins) - f) * kRate /
+                         kMelFft);
   }
   return t;
 }

@@ -2,8 +2,8 @@
 // (sr 16000, n_fft 400, hop 160, 40 mels): frames centred on every 160th sample with zero padding
 // beyond the clip, a periodic Hann window of 400, power spectrum, slaney mel scale with slaney
 // normalisation over 0-8000 Hz, no log. Host code for every voice engine; no state between calls.
-// Its tables (the Hann window, the DFT's two stages and the filters) are computed once per process
-// and shared: every stream with identity by voice holds a MelSpectrogram.
+// Its tables (the Hann window, the DFT's two stages, the filters and where they peak) are computed
+// once per process and shared: every stream with identity by voice holds a MelSpectrogram.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,8 @@ class MelSpectrogram {
 
   // The mel filters [kMelBands][kMelBins], as librosa.filters.mel gives them.
   const std::vector<float>& filters() const { return tables_->filters; }
+  // The frequency of each filter's highest bin [kMelBands], in Hz: where each band sits.
+  const std::vector<double>& peak_hz() const { return tables_->peak_hz; }
 
   struct Tables {
     std::vector<float> window;      // [kMelFft]: periodic Hann
@@ -34,6 +36,7 @@ class MelSpectrogram {
     std::vector<float> stage2;      // [2 x 16][9 bins: re, im]: its second stage
     std::vector<float> filters;     // [kMelBands][kMelBins]
     std::vector<float> filters_t;   // [kMelBins][kMelBands], for the product
+    std::vector<double> peak_hz;    // [kMelBands]
   };
 
  private:

@@ -68,18 +68,12 @@ UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio
 }
 
 float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spectrogram) {
-  // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz. Every
-  // MelSpectrogram has the same filters, so the bands are sorted once.
-  static const std::vector<int> band = [&mel] {
-    constexpr double kBinHz = 16000.0 / kMelFft;
-    std::vector<int> b(kMelBands);
-    for (int m = 0; m < kMelBands; ++m) {
-      const float* f = &mel.filters()[static_cast<size_t>(m) * kMelBins];
-      const double centre = static_cast<double>(std::max_element(f, f + kMelBins) - f) * kBinHz;
-      b[m] = centre >= 4200 ? 1 : centre >= 2400 && centre <= 3400 ? -1 : 0;
-    }
-    return b;
-  }();
+  // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz.
+  int band[kMelBands];
+  for (int m = 0; m < kMelBands; ++m) {
+    const double hz = mel.peak_hz()[m];
+    band[m] = hz >= 4200 ? 1 : hz >= 2400 && hz <= 3400 ? -1 : 0;
+  }
   double above = 0, top = 0;
   for (size_t f = 0; f + kMelBands <= spectrogram.size(); f += kMelBands)
     for (int m = 0; m < kMelBands; ++m) {
