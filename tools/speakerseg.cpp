@@ -92,6 +92,7 @@ constexpr const char* kValued[] = {"batch",
                                    "device",
                                    "end",
                                    "engine",
+                                   "enrolled-merge-threshold",
                                    "enrolled-threshold",
                                    "evidence-seconds",
                                    "feeders",
@@ -420,7 +421,11 @@ int cmd_enroll(const Args& a) {
   const MelSpectrogram mel;
   const auto n = static_cast<int64_t>(speech.size());
   const double seconds = n / double(kSampleRate);
-  const std::vector<float> e = utterance_embedding(*encoder, mel, speech.data(), n);
+  const UtteranceRequest request = utterance_request(mel, speech.data(), n);
+  std::vector<std::vector<float>> embedded;
+  embed_utterances(*encoder, {&request}, embedded);
+  const std::vector<float>& e = embedded[0];
+  const bool narrowband = request.high_band < kNarrowbandRatio;
   if (e.empty()) {
     char found[32];
     std::snprintf(found, sizeof found, "%.2f", seconds);
@@ -428,11 +433,11 @@ int cmd_enroll(const Args& a) {
                              "; enrolment needs at least 1.59 s of the speaker alone: give a "
                              "longer clip");
   }
-  prints.enroll(name, e, seconds);
+  prints.enroll(name, e, seconds, narrowband);
   prints.save(file);
-  std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of speech) in %s: %zu speaker%s\n",
-               name.c_str(), seconds, file.c_str(), prints.speakers.size(),
-               prints.speakers.size() > 1 ? "s" : "");
+  std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of %sspeech) in %s: %zu speaker%s\n",
+               name.c_str(), seconds, narrowband ? "telephone-band " : "", file.c_str(),
+               prints.speakers.size(), prints.speakers.size() > 1 ? "s" : "");
   return 0;
 }
 
@@ -493,6 +498,7 @@ int cmd_changes(const Args& a) {
   id.keep_floor_short = a.number("keep-floor-short", id.keep_floor_short);
   id.keep_floor_long = a.number("keep-floor-long", id.keep_floor_long);
   id.merge_threshold = a.number("merge-threshold", id.merge_threshold);
+  id.enrolled_merge_threshold = a.number("enrolled-merge-threshold", id.enrolled_merge_threshold);
   id.narrowband_shift = a.number("narrowband-shift", id.narrowband_shift);
   id.takeover_threshold = a.number("takeover-threshold", id.takeover_threshold);
   id.turn_gap = a.number("turn-gap", id.turn_gap);

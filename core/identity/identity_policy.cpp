@@ -112,6 +112,13 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   return {Verdict::kNew, -1, 0.f};
 }
 
+bool IdentityPolicy::is_enrolled(float best, float runner_up, double seconds,
+                                 bool narrowband) const {
+  return seconds >= kLongEvidence &&
+         best - (narrowband ? s_.narrowband_shift : 0) >= s_.enrolled_merge_threshold &&
+         best >= runner_up + s_.margin;
+}
+
 bool IdentityPolicy::learns(int voice, double seconds, std::vector<Match> candidates,
                             bool narrowband) const {
   calibrate(candidates, narrowband);

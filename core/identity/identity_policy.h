@@ -10,13 +10,15 @@
 // an enrolled one also from lead_floor when it leads the present voice by `lead` (a label carried
 // onto them); the turn keeps its voice while that scores at least keep_floor() of the shorter of
 // its evidence and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does);
-// below that the turn is somebody new. A voice the turn made from its own evidence scores that
-// evidence high whoever speaks: it keeps the turn, but an enrolled voice that the grown evidence
-// matches takes it over, judged against the other voices only; an enrolled present voice keeps a
-// turn only while no other voice scores higher. Telephone-band speech is calibrated (calibrate()),
-// and a turn in conversation (guarded) needs more evidence to be somebody new. Scores are cosines
-// of GE2E utterance embeddings with voiceprints (the seconds-weighted mean of a person's evidence,
-// or an enrolment).
+// below that the turn is somebody new. An anonymous voice grown from the stream's turns is an
+// enrolled person once its voiceprint matches the enrolment (is_enrolled()): a person enrolled
+// from another recording is then named even where no single turn scored the enrolment high. A voice
+// the turn made from its own evidence scores that evidence high whoever speaks: it keeps the turn,
+// but an enrolled voice that the grown evidence matches takes it over, judged against the other
+// voices only; an enrolled present voice keeps a turn only while no other voice scores higher.
+// Telephone-band speech is calibrated (calibrate()), and a turn in conversation (guarded) needs
+// more evidence to be somebody new. Scores are cosines of GE2E utterance embeddings with
+// voiceprints (the seconds-weighted mean of a person's evidence, or an enrolment).
 #pragma once
 
 #include <vector>
@@ -63,6 +65,11 @@ class IdentityPolicy {
   bool same_person(float voiceprints_cosine, bool narrowband) const {
     return voiceprints_cosine - (narrowband ? s_.narrowband_shift : 0) >= s_.merge_threshold;
   }
+
+  // Whether an anonymous voiceprint of `seconds` of speech is the enrolled person it scores
+  // `best` against (cosine of the voiceprints), `runner_up` the next enrolled person's;
+  // `narrowband`: both voiceprints are telephone band.
+  bool is_enrolled(float best, float runner_up, double seconds, bool narrowband) const;
 
   // Whether a new stretch of a turn's clean speech scoring `score` against the rest of the turn
   // is somebody else taking over under the same label, without a pause.

@@ -32,6 +32,7 @@ IdentitySettings resolved(const StreamSettings& settings) {
   IdentitySettings s = settings.identity;
   s.match_threshold = voice_threshold(settings);
   s.enrolled_threshold = enrolled_threshold(settings);
+  s.enrolled_merge_threshold = enrolled_merge_threshold(settings);
   return s;
 }
 
@@ -51,7 +52,8 @@ SpeakerIdentifier::SpeakerIdentifier(const StreamSettings& settings,
 void SpeakerIdentifier::reset() {
   voices_ = VoiceRegistry(static_cast<size_t>(std::max(1, settings_.capacity)));
   if (enrolled_)
-    for (const auto& p : enrolled_->speakers) voices_.enroll(p.name, p.embedding);
+    for (const auto& p : enrolled_->speakers)
+      voices_.enroll(p.name, p.embedding, p.is_narrowband());
   labels_.clear();
   scores_.clear();
   revisions_.clear();
@@ -322,17 +324,31 @@ void SpeakerIdentifier::end_turn(Label& l, int label, int64_t frame) {
 void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& excluded) {
   const Voice* v = voices_.find(voice);
   if (!v || v->enrolled || !v->has_voiceprint()) return;
-  Match best;
+  Match best, enrolled, enrolled_runner_up;
   for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id) {
     if (id == voice || std::find(excluded.begin(), excluded.end(), id) != excluded.end() ||
         apart_.count({std::min(id, voice), std::max(id, voice)}))
       continue;
     const float s = voices_.similarity(voice, id);
     if (s > best.score) best = {id, s};
+    const Voice* o = voices_.find(id);
+    if (!o || !o->enrolled) continue;
+    if (s > enrolled.score) {
+      enrolled_runner_up = enrolled;
+      enrolled = {id, s};
+    } else if (s > enrolled_runner_up.score) {
+      enrolled_runner_up = {id, s};
+    }
   }
   if (best.id < 0) return;
   const Voice* other = voices_.find(best.id);
-  if (!policy_.same_person(best.score, v->narrowband() && other->narrowband())) return;
+  if (!policy_.same_person(best.score, v->narrowband() && other->narrowband())) {
+    if (enrolled.id >= 0 &&
+        policy_.is_enrolled(enrolled.score, enrolled_runner_up.score, v->weight,
+                            v->narrowband() && voices_.find(enrolled.id)->narrowband()))
+      merge(voice, enrolled.id);
+    return;
+  }
   // The enrolled name, else the older voice, stays.
   if (other->enrolled || best.id < voice)
     merge(voice, best.id);

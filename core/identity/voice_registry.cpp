@@ -17,13 +17,15 @@ float dot_normalised(const std::vector<float>& sum, const std::vector<float>& e)
 
 }  // namespace
 
-int VoiceRegistry::enroll(const std::string& name, const std::vector<float>& embedding) {
+int VoiceRegistry::enroll(const std::string& name, const std::vector<float>& embedding,
+                          bool narrowband) {
   Voice v;
   v.id = static_cast<int>(names_.size());
   v.name = name;
   v.enrolled = true;
   v.sum = embedding;
   v.weight = 1;
+  v.narrow = narrowband ? 1 : 0;
   names_.push_back(name);
   voices_.push_back(std::move(v));
   return voices_.back().id;

@@ -36,8 +36,9 @@ class VoiceRegistry {
  public:
   explicit VoiceRegistry(size_t capacity) : capacity_(capacity) {}
 
-  // An enrolled person, with a fixed voiceprint (a unit vector).
-  int enroll(const std::string& name, const std::vector<float>& embedding);
+  // An enrolled person, with a fixed voiceprint (a unit vector); `narrowband`: made from
+  // telephone-band speech.
+  int enroll(const std::string& name, const std::vector<float>& embedding, bool narrowband = false);
   // A new anonymous person, "speaker-N"; `embedding` may be empty (no voice yet).
   int add(const std::vector<float>& embedding, double seconds, int64_t now);
 

@@ -62,6 +62,7 @@ std::shared_ptr<const Voiceprints> Voiceprints::load(const std::string& path) {
       if (p.name.empty()) fail(path, "has a speaker without a name");
       if (!names.insert(p.name).second) fail(path, "names '" + p.name + "' twice");
       p.seconds = s.value("seconds", 0.0);
+      p.narrowband = s.value("narrowband", 0.0);
       p.embedding = s.at("embedding").get<std::vector<float>>();
       if (p.embedding.size() != static_cast<size_t>(kEmbeddingDim))
         fail(path, "speaker '" + p.name + "' has " + std::to_string(p.embedding.size()) +
@@ -92,6 +93,7 @@ void Voiceprints::save(const std::string& path) const {
     // this file's template instantiations, the longest compile of the sanitizer build).
     text += std::string(i ? ",\n  " : "\n  ") + "{\"name\":" + nlohmann::json(p.name).dump() +
             ",\"seconds\":" + nlohmann::json(p.seconds).dump() +
+            ",\"narrowband\":" + nlohmann::json(p.narrowband).dump() +
             ",\"embedding\":" + nlohmann::json(p.embedding).dump() + "}";
   }
   text += "\n]}\n";
@@ -107,7 +109,8 @@ void Voiceprints::save(const std::string& path) const {
 }
 
 void Voiceprints::enroll(const std::string& name, const std::vector<float>& embedding,
-                         double seconds) {
+                         double seconds, bool narrowband) {
+  const double narrow = narrowband ? seconds : 0;
   for (auto& p : speakers) {
     if (p.name != name) continue;
     const double total = p.seconds + seconds;
@@ -117,9 +120,10 @@ void Voiceprints::enroll(const std::string& name, const std::vector<float>& embe
     const double norm = squared_norm(p.embedding);
     for (float& v : p.embedding) v = static_cast<float>(v / std::sqrt(std::max(norm, 1e-30)));
     p.seconds = total;
+    p.narrowband += narrow;
     return;
   }
-  speakers.push_back({name, seconds, embedding});
+  speakers.push_back({name, seconds, narrow, embedding});
 }
 
 }  // namespace speakerseg

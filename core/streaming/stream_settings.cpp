@@ -21,6 +21,11 @@ double enrolled_threshold(const StreamSettings& s) {
   return s.identity.enrolled_threshold > 0 ? s.identity.enrolled_threshold : kEnrolledThreshold;
 }
 
+double enrolled_merge_threshold(const StreamSettings& s) {
+  if (s.identity.enrolled_merge_threshold > 0) return s.identity.enrolled_merge_threshold;
+  return enrolled_threshold(s) + s.identity.merge_threshold - voice_threshold(s);
+}
+
 void validate_settings(const StreamSettings& s, bool offline) {
   check_range(kStepRange, s.step);
   if (!offline) check_range(kLatencyRange, s.latency);

@@ -41,6 +41,10 @@ struct IdentitySettings {
   double keep_floor_short = 0.50;
   double keep_floor_long = 0.70;
   double merge_threshold = 0.80;  // two anonymous voiceprints this close are one person
+  // An anonymous voiceprint of 6 s or more this close to an enrolled one, and ahead of every
+  // other enrolled voiceprint by `margin`, is that person (0: enrolled_merge_threshold(), see
+  // there; 1: never below merge_threshold).
+  double enrolled_merge_threshold = 0;
   // Between telephone-band speech and a telephone-band voiceprint, scores count this much less.
   double narrowband_shift = 0.10;
   double takeover_threshold = 0.45;  // a turn's new speech this far from the rest: someone else
@@ -82,6 +86,12 @@ double voice_threshold(const StreamSettings& settings);
 // another microphone, of 6 s, 10 s and about 20 s.
 constexpr double kEnrolledThreshold = 0.68;
 double enrolled_threshold(const StreamSettings& settings);
+// The threshold from which an anonymous voice the stream grew is an enrolled person:
+// enrolled_merge_threshold where set, else the enrolled threshold raised as far as merging two
+// anonymous voices is above a turn's match (merge_threshold - voice_threshold(): 0.70 by
+// default). The enrolment's offset applied to merges as to turns; tuned on nothing else
+// (docs/identity.md, "A grown voice named by its enrolment").
+double enrolled_merge_threshold(const StreamSettings& settings);
 
 // Throws std::invalid_argument naming the first setting outside its range (and the range).
 // `offline`: the latency is the whole stream, not a user's value, and is not checked.

@@ -169,7 +169,7 @@ def recordings(args, set_name, folder):
 
 # `speakerseg changes --reidentify` options, as argparse names them (--voice-threshold X, ...).
 IDENTITY_OPTIONS = ("voice_threshold", "enrolled_threshold", "voice_margin", "voice_lead",
-                    "voice_lead_floor", "keep_floor_short", "keep_floor_long", "merge_threshold",
+                    "voice_lead_floor", "keep_floor_short", "keep_floor_long", "merge_threshold", "enrolled_merge_threshold",
                     "narrowband_shift", "takeover_threshold", "turn_gap", "evidence_seconds",
                     "decision_seconds", "clean_others")
 

@@ -209,6 +209,32 @@ TEST(IdentityPolicy, TelephoneScoresCountLessBetweenTelephoneVoices) {
   EXPECT_FALSE(p.same_person(0.85f, true));
 }
 
+// An enrolment through the telephone is a telephone voice: a telephone turn scores it as it
+// scores any telephone voice, counted narrowband_shift less.
+TEST(IdentityPolicy, ATelephoneEnrolmentIsCalibratedLikeAnyTelephoneVoice) {
+  IdentitySettings s = settings();
+  s.enrolled_threshold = 0.68;
+  const IdentityPolicy p(s);
+  const Match host{1, 0.74f, true, true};
+  EXPECT_EQ(p.decide(-1, 3.0, {host}, true, false).verdict, Verdict::kKnown);
+  EXPECT_NE(p.decide(-1, 3.0, {host}, true, true).verdict, Verdict::kKnown);
+  EXPECT_EQ(p.decide(-1, 3.0, {{1, 0.80f, true, true}}, true, true).verdict, Verdict::kKnown);
+}
+
+// An anonymous voice grown from the stream is an enrolled person from enrolled_merge_threshold,
+// once it rests on long evidence and leads every other enrolled person by the margin.
+TEST(IdentityPolicy, AGrownVoiceIsTheEnrolledPersonItClearlyMatches) {
+  IdentitySettings s = settings();
+  s.enrolled_merge_threshold = 0.70;
+  const IdentityPolicy p(s);
+  EXPECT_TRUE(p.is_enrolled(0.72f, 0.50f, 8.0, false));
+  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 4.0, false));  // too little evidence
+  EXPECT_FALSE(p.is_enrolled(0.68f, 0.50f, 8.0, false));  // below the threshold
+  EXPECT_FALSE(p.is_enrolled(0.72f, 0.65f, 8.0, false));  // another enrolment as close
+  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 8.0, true));   // telephone against telephone
+  EXPECT_TRUE(p.is_enrolled(0.82f, 0.50f, 8.0, true));
+}
+
 TEST(IdentityPolicy, OnlyClearEvidenceTrainsAVoiceprint) {
   const IdentityPolicy p(settings());
   // A voiceprint of 20 s learns only from clear matches, ahead of every other voice.

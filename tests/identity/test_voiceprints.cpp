@@ -66,6 +66,36 @@ TEST(Voiceprints, RoundTripAndRefinement) {
   EXPECT_EQ(q->speakers[1].embedding, unit(1));
 }
 
+// How much of an enrolment was telephone band travels with it: written, read back, folded by
+// seconds; a file from before the field reads as wideband.
+TEST(Voiceprints, KeepTheTelephoneBandOfTheirSpeech) {
+  Voiceprints p;
+  p.enroll("Caller", unit(0), 4, true);
+  p.enroll("Host", unit(1), 6);
+  p.enroll("Host", unit(1), 2, true);
+  const std::string path = test::scratch().path() + "/narrow.json";
+  p.save(path);
+  auto q = Voiceprints::load(path);
+  ASSERT_EQ(q->speakers.size(), 2u);
+  EXPECT_DOUBLE_EQ(q->speakers[0].narrowband, 4);
+  EXPECT_TRUE(q->speakers[0].is_narrowband());
+  EXPECT_DOUBLE_EQ(q->speakers[1].narrowband, 2);
+  EXPECT_FALSE(q->speakers[1].is_narrowband());  // 2 of 8 s
+  auto old = Voiceprints::load(file_with(
+      "old.json", kHeader,
+      "{\"name\": \"A\", \"seconds\": 3, \"embedding\": " + embedding_json(unit(0)) + "}"));
+  EXPECT_DOUBLE_EQ(old->speakers[0].narrowband, 0);
+  VoiceRegistry r(8);
+  const int caller = r.enroll("Caller", unit(0), true);
+  const int host = r.enroll("Host", unit(1));
+  EXPECT_TRUE(r.find(caller)->narrowband());
+  EXPECT_FALSE(r.find(host)->narrowband());
+  const auto scores = r.scores(unit(0), [](int) { return true; });
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_TRUE(scores[0].narrowband && scores[0].enrolled);
+  EXPECT_FALSE(scores[1].narrowband);
+}
+
 TEST(Voiceprints, RefusesBadFiles) {
   const std::string good =
       "{\"name\": \"A\", \"seconds\": 3, \"embedding\": " + embedding_json(unit(0)) + "}";
