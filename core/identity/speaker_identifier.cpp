@@ -331,8 +331,10 @@ void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& exclude
       continue;
     const float s = voices_.similarity(voice, id);
     if (s > best.score) best = {id, s};
+    // An enrolled person the stream has named since this voice was first heard is somebody
+    // else: the enrolment finds its person's turns, and this voice's turns never matched it.
     const Voice* o = voices_.find(id);
-    if (!o || !o->enrolled) continue;
+    if (!o || !o->enrolled || o->last_heard >= v->first_heard) continue;
     if (s > enrolled.score) {
       enrolled_runner_up = enrolled;
       enrolled = {id, s};

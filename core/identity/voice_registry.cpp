@@ -26,6 +26,7 @@ int VoiceRegistry::enroll(const std::string& name, const std::vector<float>& emb
   v.sum = embedding;
   v.weight = 1;
   v.narrow = narrowband ? 1 : 0;
+  v.last_heard = -1;
   names_.push_back(name);
   voices_.push_back(std::move(v));
   return voices_.back().id;
@@ -36,7 +37,7 @@ int VoiceRegistry::add(const std::vector<float>& embedding, double seconds, int6
   Voice v;
   v.id = static_cast<int>(names_.size());
   v.name = "speaker-" + std::to_string(anonymous_++);
-  v.last_heard = now;
+  v.last_heard = v.first_heard = now;
   names_.push_back(v.name);
   voices_.push_back(std::move(v));
   if (!embedding.empty()) learn(voices_.back().id, embedding, seconds, now);

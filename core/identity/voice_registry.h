@@ -17,7 +17,8 @@ struct Voice {
   std::vector<float> sum;  // weighted sum of embeddings; empty: no voice heard yet
   double weight = 0;       // seconds of clean speech behind `sum`
   double narrow = 0;       // ... of it narrowband (telephone)
-  int64_t last_heard = 0;  // stream sample position
+  int64_t last_heard = 0;  // stream sample position (an enrolled voice never heard: -1)
+  int64_t first_heard = 0;
   bool has_voiceprint() const { return weight > 0; }
   bool narrowband() const { return 2 * narrow > weight; }
 };
