@@ -435,8 +435,8 @@ int cmd_enroll(const Args& a) {
   }
   prints.enroll(name, e, seconds, narrowband);
   prints.save(file);
-  std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of %sspeech) in %s: %zu speaker%s\n",
-               name.c_str(), seconds, narrowband ? "telephone-band " : "", file.c_str(),
+  std::fprintf(stderr, "speakerseg: enrolled %s (%.2f s of speech%s) in %s: %zu speaker%s\n",
+               name.c_str(), seconds, narrowband ? ", telephone band" : "", file.c_str(),
                prints.speakers.size(), prints.speakers.size() > 1 ? "s" : "");
   return 0;
 }

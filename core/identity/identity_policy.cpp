@@ -31,9 +31,7 @@ Match IdentityPolicy::best(const std::vector<Match>& candidates, int except) {
 }
 
 void IdentityPolicy::calibrate(std::vector<Match>& candidates, bool narrowband) const {
-  if (!narrowband) return;
-  for (Match& m : candidates)
-    if (m.narrowband) m.score -= static_cast<float>(s_.narrowband_shift);
+  for (Match& m : candidates) m.score = calibrated(m.score, narrowband && m.narrowband);
 }
 
 Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> candidates,
@@ -112,10 +110,8 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   return {Verdict::kNew, -1, 0.f};
 }
 
-bool IdentityPolicy::is_enrolled(float best, float runner_up, double seconds,
-                                 bool narrowband) const {
-  return seconds >= kLongEvidence &&
-         best - (narrowband ? s_.narrowband_shift : 0) >= s_.enrolled_merge_threshold &&
+bool IdentityPolicy::is_enrolled(float best, float runner_up, double seconds) const {
+  return seconds >= kLongEvidence && best >= s_.enrolled_merge_threshold &&
          best >= runner_up + s_.margin;
 }
 

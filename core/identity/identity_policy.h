@@ -67,9 +67,14 @@ class IdentityPolicy {
   }
 
   // Whether an anonymous voiceprint of `seconds` of speech is the enrolled person it scores
-  // `best` against (cosine of the voiceprints), `runner_up` the next enrolled person's;
-  // `narrowband`: both voiceprints are telephone band.
-  bool is_enrolled(float best, float runner_up, double seconds, bool narrowband) const;
+  // `best` against (cosine of the voiceprints, calibrated()), `runner_up` the next enrolled
+  // person's.
+  bool is_enrolled(float best, float runner_up, double seconds) const;
+  // A cosine between two voiceprints as the decisions count it; `narrowband`: both are telephone
+  // band.
+  float calibrated(float score, bool narrowband) const {
+    return narrowband ? score - static_cast<float>(s_.narrowband_shift) : score;
+  }
 
   // Whether a new stretch of a turn's clean speech scoring `score` against the rest of the turn
   // is somebody else taking over under the same label, without a pause.

@@ -331,23 +331,26 @@ void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& exclude
       continue;
     const float s = voices_.similarity(voice, id);
     if (s > best.score) best = {id, s};
-    // An enrolled person the stream has named since this voice was first heard is somebody
-    // else: the enrolment finds its person's turns, and this voice's turns never matched it.
     const Voice* o = voices_.find(id);
-    if (!o || !o->enrolled || o->last_heard >= v->first_heard) continue;
-    if (s > enrolled.score) {
+    if (!o || !o->enrolled) continue;
+    // Enrolled people are ranked as a turn ranks them: telephone against telephone counts less.
+    const float calibrated = policy_.calibrated(s, v->narrowband() && o->narrowband());
+    if (enrolled.id < 0 || calibrated > enrolled.score) {
       enrolled_runner_up = enrolled;
-      enrolled = {id, s};
-    } else if (s > enrolled_runner_up.score) {
-      enrolled_runner_up = {id, s};
+      enrolled = {id, calibrated};
+    } else if (enrolled_runner_up.id < 0 || calibrated > enrolled_runner_up.score) {
+      enrolled_runner_up = {id, calibrated};
     }
   }
   if (best.id < 0) return;
   const Voice* other = voices_.find(best.id);
   if (!policy_.same_person(best.score, v->narrowband() && other->narrowband())) {
-    if (enrolled.id >= 0 &&
-        policy_.is_enrolled(enrolled.score, enrolled_runner_up.score, v->weight,
-                            v->narrowband() && voices_.find(enrolled.id)->narrowband()))
+    // An enrolled person the stream has named since this voice was first heard is somebody
+    // else: the enrolment finds its person's turns, and this voice's turns never matched it.
+    if (enrolled.id >= 0 && voices_.find(enrolled.id)->last_heard < v->first_heard &&
+        policy_.is_enrolled(enrolled.score,
+                            enrolled_runner_up.id >= 0 ? enrolled_runner_up.score : -1.f,
+                            v->weight))
       merge(voice, enrolled.id);
     return;
   }

@@ -115,7 +115,9 @@ void VoiceRegistry::reset() {
   voices_.erase(
       std::remove_if(voices_.begin(), voices_.end(), [](const Voice& v) { return !v.enrolled; }),
       voices_.end());
-  // Enrolled voices keep their ids; anonymous numbering starts again with the new time line.
+  // Enrolled voices keep their ids; anonymous numbering starts again with the new time line, in
+  // which nobody has been heard yet.
+  for (Voice& v : voices_) v.last_heard = -1;
   names_.resize(voices_.empty() ? 0 : static_cast<size_t>(voices_.back().id) + 1);
   anonymous_ = 0;
 }

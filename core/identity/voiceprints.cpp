@@ -63,6 +63,10 @@ std::shared_ptr<const Voiceprints> Voiceprints::load(const std::string& path) {
       if (!names.insert(p.name).second) fail(path, "names '" + p.name + "' twice");
       p.seconds = s.value("seconds", 0.0);
       p.narrowband = s.value("narrowband", 0.0);
+      if (!(p.seconds >= 0))
+        fail(path, "speaker '" + p.name + "' has a negative or non-numeric \"seconds\"");
+      if (!(p.narrowband >= 0 && p.narrowband <= p.seconds))
+        fail(path, "speaker '" + p.name + "' has \"narrowband\" outside 0 .. its \"seconds\"");
       p.embedding = s.at("embedding").get<std::vector<float>>();
       if (p.embedding.size() != static_cast<size_t>(kEmbeddingDim))
         fail(path, "speaker '" + p.name + "' has " + std::to_string(p.embedding.size()) +

@@ -33,6 +33,7 @@ void validate_settings(const StreamSettings& s, bool offline) {
   check_range(kMinSilenceRange, s.min_silence);
   check_range(kVoiceThresholdRange, s.identity.match_threshold);
   check_range(kEnrolledThresholdRange, s.identity.enrolled_threshold);
+  check_range(kEnrolledMergeThresholdRange, s.identity.enrolled_merge_threshold);
   check_range(kMaxSpeakersRange, s.identity.max_speakers);
 }
 

@@ -18,6 +18,8 @@ inline constexpr SettingRange kMinSpeechRange{"min-speech", 0.0, 10.0, " s"};
 inline constexpr SettingRange kMinSilenceRange{"min-silence", 0.0, 10.0, " s"};
 inline constexpr SettingRange kVoiceThresholdRange{"voice-threshold", 0.0, 1.0, ""};
 inline constexpr SettingRange kEnrolledThresholdRange{"enrolled-threshold", 0.0, 1.0, ""};
+inline constexpr SettingRange kEnrolledMergeThresholdRange{"enrolled-merge-threshold", 0.0, 1.0,
+                                                           ""};
 inline constexpr SettingRange kMaxSpeakersRange{"max-speakers", 0, 1000, ""};
 
 // Identity by voice (core/identity): who a stream speaker is, all stream long. The cosines are of
@@ -43,7 +45,7 @@ struct IdentitySettings {
   double merge_threshold = 0.80;  // two anonymous voiceprints this close are one person
   // An anonymous voiceprint of 6 s or more this close to an enrolled one, and ahead of every
   // other enrolled voiceprint by `margin`, is that person (0: enrolled_merge_threshold(), see
-  // there; 1: never below merge_threshold).
+  // there; 1: off).
   double enrolled_merge_threshold = 0;
   // Between telephone-band speech and a telephone-band voiceprint, scores count this much less.
   double narrowband_shift = 0.10;

@@ -227,12 +227,14 @@ TEST(IdentityPolicy, AGrownVoiceIsTheEnrolledPersonItClearlyMatches) {
   IdentitySettings s = settings();
   s.enrolled_merge_threshold = 0.70;
   const IdentityPolicy p(s);
-  EXPECT_TRUE(p.is_enrolled(0.72f, 0.50f, 8.0, false));
-  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 4.0, false));  // too little evidence
-  EXPECT_FALSE(p.is_enrolled(0.68f, 0.50f, 8.0, false));  // below the threshold
-  EXPECT_FALSE(p.is_enrolled(0.72f, 0.65f, 8.0, false));  // another enrolment as close
-  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 8.0, true));   // telephone against telephone
-  EXPECT_TRUE(p.is_enrolled(0.82f, 0.50f, 8.0, true));
+  EXPECT_TRUE(p.is_enrolled(0.72f, 0.50f, 8.0));
+  EXPECT_TRUE(p.is_enrolled(0.72f, -1.f, 8.0));    // nobody else enrolled
+  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 4.0));  // too little evidence
+  EXPECT_FALSE(p.is_enrolled(0.68f, 0.50f, 8.0));  // below the threshold
+  EXPECT_FALSE(p.is_enrolled(0.72f, 0.65f, 8.0));  // another enrolment as close
+  // Telephone against telephone, as a turn counts it.
+  EXPECT_FALSE(p.is_enrolled(p.calibrated(0.72f, true), 0.50f, 8.0));
+  EXPECT_TRUE(p.is_enrolled(p.calibrated(0.82f, true), 0.50f, 8.0));
 }
 
 TEST(IdentityPolicy, OnlyClearEvidenceTrainsAVoiceprint) {

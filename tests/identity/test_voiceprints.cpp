@@ -123,6 +123,14 @@ TEST(Voiceprints, RefusesBadFiles) {
                              embedding_json(std::vector<float>(192, 0.072f)) + "}"),
                "has 192 values");
   expect_error(file_with("twice.json", kHeader, good + "," + good), "names 'A' twice");
+  expect_error(file_with("negative.json", kHeader,
+                         "{\"name\": \"A\", \"seconds\": -1, \"embedding\": " +
+                             embedding_json(unit(0)) + "}"),
+               "negative or non-numeric \"seconds\"");
+  expect_error(file_with("narrow.json", kHeader,
+                         "{\"name\": \"A\", \"seconds\": 3, \"narrowband\": 4, \"embedding\": " +
+                             embedding_json(unit(0)) + "}"),
+               "\"narrowband\" outside");
   std::vector<float> not_unit = unit(0);
   not_unit[0] = 2;
   expect_error(file_with("norm.json", kHeader,

@@ -126,10 +126,15 @@ with tempfile.TemporaryDirectory() as tmp:
     write_wav(padded, np.concatenate([np.zeros(5 * 16000), turn, np.zeros(3 * 16000)]))
     r = subprocess.run([exe, "enroll", "--model", model, "--name", "Alice", "--input", str(padded),
                         "--voiceprints", str(prints), "--threads", "2"], capture_output=True, text=True)
-    said = re.search(r"enrolled Alice \(([0-9.]+) s of speech\)", r.stderr)
+    said = re.search(r"enrolled Alice \(([0-9.]+) s of speech(, telephone band)?\)", r.stderr)
     speech = float(said.group(1)) if said else 0.0
     enrolled = json.loads(prints.read_text())["speakers"] if prints.exists() else []
     seconds = enrolled[0]["seconds"] if len(enrolled) == 1 else None
+    # The band enroll reports is the band the file keeps.
+    narrowband = enrolled[0].get("narrowband") if len(enrolled) == 1 else None
+    if said and narrowband is not None and (narrowband > seconds / 2) != bool(said.group(2)):
+        failures.append(f"enroll said {'telephone band' if said.group(2) else 'wideband'} but "
+                        f"the file holds {narrowband} of {seconds} s narrowband")
     print(f"enroll on {length:.2f} s of speech in {length + 8:.2f} s: {speech} s of speech, "
           f"{seconds} s in the file")
     if r.returncode != 0 or not 0.75 * length <= speech <= length + 0.5 or seconds is None \
