@@ -240,6 +240,10 @@ void SpeakerIdentifier::decide(Label& l, int64_t frame, const std::vector<float>
   float cosine = 0;
   for (const Match& m : candidates)
     if (m.id == d.voice) cosine = m.score;
+  const Voice* decided = voices_.find(d.voice);
+  if (decided && decided->enrolled && l.evidence_seconds > 0 &&
+      (d.verdict == Verdict::kKnown || d.verdict == Verdict::kKeep))
+    voices_.named(d.voice, now);
   if (self_made && d.verdict == Verdict::kKnown) {
     // The voice this turn made was the known one all along: everything announced as it is
     // revised to the known voice.
@@ -345,9 +349,10 @@ void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& exclude
   if (best.id < 0) return;
   const Voice* other = voices_.find(best.id);
   if (!policy_.same_person(best.score, v->narrowband() && other->narrowband())) {
-    // An enrolled person the stream has named since this voice was first heard is somebody
-    // else: the enrolment finds its person's turns, and this voice's turns never matched it.
-    if (enrolled.id >= 0 && voices_.find(enrolled.id)->last_heard < v->first_heard &&
+    // An enrolled person whom a turn's evidence has named since this voice was first heard is
+    // somebody else: the enrolment finds its person's turns, and this voice's turns never matched
+    // it. (Names given by continuity or by a merge do not count: they are no such evidence.)
+    if (enrolled.id >= 0 && voices_.find(enrolled.id)->last_named < v->first_heard &&
         policy_.is_enrolled(enrolled.score,
                             enrolled_runner_up.id >= 0 ? enrolled_runner_up.score : -1.f,
                             v->weight))

@@ -26,7 +26,6 @@ int VoiceRegistry::enroll(const std::string& name, const std::vector<float>& emb
   v.sum = embedding;
   v.weight = 1;
   v.narrow = narrowband ? 1 : 0;
-  v.last_heard = -1;
   names_.push_back(name);
   voices_.push_back(std::move(v));
   return voices_.back().id;
@@ -59,6 +58,10 @@ void VoiceRegistry::learn(int id, const std::vector<float>& embedding, double se
 
 void VoiceRegistry::heard(int id, int64_t now) {
   if (Voice* v = get(id)) v->last_heard = std::max(v->last_heard, now);
+}
+
+void VoiceRegistry::named(int id, int64_t now) {
+  if (Voice* v = get(id)) v->last_named = std::max(v->last_named, now);
 }
 
 std::vector<Match> VoiceRegistry::scores(const std::vector<float>& embedding,
@@ -116,8 +119,8 @@ void VoiceRegistry::reset() {
       std::remove_if(voices_.begin(), voices_.end(), [](const Voice& v) { return !v.enrolled; }),
       voices_.end());
   // Enrolled voices keep their ids; anonymous numbering starts again with the new time line, in
-  // which nobody has been heard yet.
-  for (Voice& v : voices_) v.last_heard = -1;
+  // which nobody has been named yet.
+  for (Voice& v : voices_) v.last_named = -1;
   names_.resize(voices_.empty() ? 0 : static_cast<size_t>(voices_.back().id) + 1);
   anonymous_ = 0;
 }

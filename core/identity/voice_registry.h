@@ -17,8 +17,9 @@ struct Voice {
   std::vector<float> sum;  // weighted sum of embeddings; empty: no voice heard yet
   double weight = 0;       // seconds of clean speech behind `sum`
   double narrow = 0;       // ... of it narrowband (telephone)
-  int64_t last_heard = 0;  // stream sample position (an enrolled voice never heard: -1)
+  int64_t last_heard = 0;  // stream sample position
   int64_t first_heard = 0;
+  int64_t last_named = -1;  // enrolled: when a turn's evidence last gave or kept their name
   bool has_voiceprint() const { return weight > 0; }
   bool narrowband() const { return 2 * narrow > weight; }
 };
@@ -48,6 +49,8 @@ class VoiceRegistry {
   void learn(int id, const std::vector<float>& embedding, double seconds, int64_t now,
              bool narrowband = false);
   void heard(int id, int64_t now);
+  // A turn's evidence gave or kept `id`'s name at `now`.
+  void named(int id, int64_t now);
 
   // Every voiceprint `allowed` lets through, scored against `embedding`.
   std::vector<Match> scores(const std::vector<float>& embedding,

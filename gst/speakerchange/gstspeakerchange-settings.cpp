@@ -510,9 +510,9 @@ void install_properties(GObjectClass* gobject_class) {
    * 0 (the default): 0.68. An anonymous voice the stream grew to 6 s or more of speech is taken
    * for an enrolled person its voiceprint matches from this threshold + 0.80 -
    * #GstSpeakerChange:voice-threshold (0.70 by default: 0.80 merges two anonymous voices), unless
-   * the stream has named that person since the voice was first heard. A voiceprint enrolled from
-   * telephone-band speech is matched against telephone-band speech 0.1 lower, as any two
-   * telephone voices are.
+   * a turn's evidence has named that person since the voice was first heard. A voiceprint
+   * enrolled from telephone-band speech is matched against telephone-band speech 0.1 lower, as
+   * any two telephone voices are.
    */
   g_object_class_install_property(
       gobject_class, PROP_ENROLLED_THRESHOLD,

@@ -96,6 +96,23 @@ TEST(Voiceprints, KeepTheTelephoneBandOfTheirSpeech) {
   EXPECT_FALSE(scores[1].narrowband);
 }
 
+// When a turn's evidence last named an enrolled person, apart from when they were last heard
+// (continuity and merges make them heard, not named); a new time line has named nobody.
+TEST(VoiceRegistry, RemembersWhenEvidenceLastNamedSomebody) {
+  VoiceRegistry r(8);
+  const int host = r.enroll("Host", unit(0));
+  EXPECT_EQ(r.find(host)->last_named, -1);
+  r.heard(host, 16000);
+  EXPECT_EQ(r.find(host)->last_named, -1);
+  r.named(host, 32000);
+  r.named(host, 8000);
+  EXPECT_EQ(r.find(host)->last_named, 32000);
+  const int guest = r.add(unit(1), 3, 48000);
+  EXPECT_EQ(r.find(guest)->first_heard, 48000);
+  r.reset();
+  EXPECT_EQ(r.find(host)->last_named, -1);
+}
+
 TEST(Voiceprints, RefusesBadFiles) {
   const std::string good =
       "{\"name\": \"A\", \"seconds\": 3, \"embedding\": " + embedding_json(unit(0)) + "}";
