@@ -421,11 +421,8 @@ int cmd_enroll(const Args& a) {
   const MelSpectrogram mel;
   const auto n = static_cast<int64_t>(speech.size());
   const double seconds = n / double(kSampleRate);
-  const UtteranceRequest request = utterance_request(mel, speech.data(), n);
-  std::vector<std::vector<float>> embedded;
-  embed_utterances(*encoder, {&request}, embedded);
-  const std::vector<float>& e = embedded[0];
-  const bool narrowband = request.high_band < kNarrowbandRatio;
+  bool narrowband = false;
+  const std::vector<float> e = utterance_embedding(*encoder, mel, speech.data(), n, &narrowband);
   if (e.empty()) {
     char found[32];
     std::snprintf(found, sizeof found, "%.2f", seconds);

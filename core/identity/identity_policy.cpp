@@ -110,9 +110,14 @@ Decision IdentityPolicy::decide(int present, double seconds, std::vector<Match> 
   return {Verdict::kNew, -1, 0.f};
 }
 
-bool IdentityPolicy::is_enrolled(float best, float runner_up, double seconds) const {
-  return seconds >= kLongEvidence && best >= s_.enrolled_merge_threshold &&
-         best >= runner_up + s_.margin;
+int IdentityPolicy::enrolled_match(std::vector<Match> enrolled, double seconds,
+                                   bool narrowband) const {
+  if (seconds < kLongEvidence) return -1;
+  calibrate(enrolled, narrowband);
+  const Match top = best(enrolled);
+  const Match runner_up = best(enrolled, top.id);
+  if (top.id < 0 || top.score < s_.enrolled_merge_threshold) return -1;
+  return runner_up.id < 0 || top.score >= runner_up.score + s_.margin ? top.id : -1;
 }
 
 bool IdentityPolicy::learns(int voice, double seconds, std::vector<Match> candidates,

@@ -11,7 +11,7 @@
 // onto them); the turn keeps its voice while that scores at least keep_floor() of the shorter of
 // its evidence and the voiceprint's speech (1.6 s scores a person's own voice lower than 6 s does);
 // below that the turn is somebody new. An anonymous voice grown from the stream's turns is an
-// enrolled person once its voiceprint matches the enrolment (is_enrolled()): a person enrolled
+// enrolled person once its voiceprint matches the enrolment (enrolled_match()): a person enrolled
 // from another recording is then named even where no single turn scored the enrolment high. A voice
 // the turn made from its own evidence scores that evidence high whoever speaks: it keeps the turn,
 // but an enrolled voice that the grown evidence matches takes it over, judged against the other
@@ -63,18 +63,13 @@ class IdentityPolicy {
   // Whether two anonymous voiceprints this close (cosine) are one person, who then keeps the
   // older voice; `narrowband`: both are telephone band.
   bool same_person(float voiceprints_cosine, bool narrowband) const {
-    return voiceprints_cosine - (narrowband ? s_.narrowband_shift : 0) >= s_.merge_threshold;
+    return calibrated(voiceprints_cosine, narrowband) >= s_.merge_threshold;
   }
 
-  // Whether an anonymous voiceprint of `seconds` of speech is the enrolled person it scores
-  // `best` against (cosine of the voiceprints, calibrated()), `runner_up` the next enrolled
-  // person's.
-  bool is_enrolled(float best, float runner_up, double seconds) const;
-  // A cosine between two voiceprints as the decisions count it; `narrowband`: both are telephone
-  // band.
-  float calibrated(float score, bool narrowband) const {
-    return narrowband ? score - static_cast<float>(s_.narrowband_shift) : score;
-  }
+  // The enrolled person an anonymous voiceprint of `seconds` of speech (`narrowband`: mostly
+  // telephone band) is, from `enrolled`: the cosines of its voiceprint with theirs, ranked as a
+  // turn ranks them. -1: none.
+  int enrolled_match(std::vector<Match> enrolled, double seconds, bool narrowband) const;
 
   // Whether a new stretch of a turn's clean speech scoring `score` against the rest of the turn
   // is somebody else taking over under the same label, without a pause.
@@ -88,6 +83,10 @@ class IdentityPolicy {
   // about 0.13 higher against each other than in the studio (docs/identity.md). Between a
   // narrowband turn and a narrowband voice, the score counts narrowband_shift less.
   void calibrate(std::vector<Match>& candidates, bool narrowband) const;
+  // A score as the decisions count it; `narrowband`: both sides are telephone band.
+  float calibrated(float score, bool narrowband) const {
+    return narrowband ? score - static_cast<float>(s_.narrowband_shift) : score;
+  }
   // The score from which `m` may take a turn.
   double threshold(const Match& m) const {
     return m.enrolled ? s_.enrolled_threshold : s_.match_threshold;

@@ -104,7 +104,7 @@ const std::vector<float>* SpeakerIdentifier::embedding_of(const std::vector<floa
     if (asked_ > 0)
       throw std::logic_error("voice identity: an embedding is still being waited for");
     request_ = utterance_request(mel_, audio.data(), static_cast<int64_t>(audio.size()));
-    narrowband_ = request_.high_band < kNarrowbandRatio;
+    narrowband_ = request_.narrowband();
     answer_.clear();
     if (request_.count > 0) {
       asked_ = audio.size();
@@ -328,7 +328,8 @@ void SpeakerIdentifier::end_turn(Label& l, int label, int64_t frame) {
 void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& excluded) {
   const Voice* v = voices_.find(voice);
   if (!v || v->enrolled || !v->has_voiceprint()) return;
-  Match best, enrolled, enrolled_runner_up;
+  Match best;
+  std::vector<Match> enrolled;
   for (int id = 0; id < static_cast<int>(voices_.names().size()); ++id) {
     if (id == voice || std::find(excluded.begin(), excluded.end(), id) != excluded.end() ||
         apart_.count({std::min(id, voice), std::max(id, voice)}))
@@ -336,15 +337,7 @@ void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& exclude
     const float s = voices_.similarity(voice, id);
     if (s > best.score) best = {id, s};
     const Voice* o = voices_.find(id);
-    if (!o || !o->enrolled) continue;
-    // Enrolled people are ranked as a turn ranks them: telephone against telephone counts less.
-    const float calibrated = policy_.calibrated(s, v->narrowband() && o->narrowband());
-    if (enrolled.id < 0 || calibrated > enrolled.score) {
-      enrolled_runner_up = enrolled;
-      enrolled = {id, calibrated};
-    } else if (enrolled_runner_up.id < 0 || calibrated > enrolled_runner_up.score) {
-      enrolled_runner_up = {id, calibrated};
-    }
+    if (o && o->enrolled) enrolled.push_back({id, s, true, o->narrowband()});
   }
   if (best.id < 0) return;
   const Voice* other = voices_.find(best.id);
@@ -352,11 +345,8 @@ void SpeakerIdentifier::merge_if_same(int voice, const std::vector<int>& exclude
     // An enrolled person whom a turn's evidence has named since this voice was first heard is
     // somebody else: the enrolment finds its person's turns, and this voice's turns never matched
     // it. (Names given by continuity or by a merge do not count: they are no such evidence.)
-    if (enrolled.id >= 0 && voices_.find(enrolled.id)->last_named < v->first_heard &&
-        policy_.is_enrolled(enrolled.score,
-                            enrolled_runner_up.id >= 0 ? enrolled_runner_up.score : -1.f,
-                            v->weight))
-      merge(voice, enrolled.id);
+    const int person = policy_.enrolled_match(std::move(enrolled), v->weight, v->narrowband());
+    if (person >= 0 && voices_.find(person)->last_named < v->first_heard) merge(voice, person);
     return;
   }
   // The enrolled name, else the older voice, stays.

@@ -67,6 +67,10 @@ UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio
   return r;
 }
 
+bool UtteranceRequest::narrowband() const {
+  return high_band < kNarrowbandRatio;
+}
+
 float high_band_ratio(const MelSpectrogram& mel, const std::vector<float>& spectrogram) {
   // +1: at or above 4.2 kHz; -1: in the top of the telephone band, 2.4-3.4 kHz.
   int band[kMelBands];
@@ -130,8 +134,9 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
 }
 
 std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
-                                       const float* audio, int64_t n) {
+                                       const float* audio, int64_t n, bool* narrowband) {
   const UtteranceRequest r = utterance_request(mel, audio, n);
+  if (narrowband) *narrowband = r.narrowband();
   std::vector<std::vector<float>> out;
   embed_utterances(encoder, {&r}, out);
   return std::move(out[0]);

@@ -39,6 +39,7 @@ struct UtteranceRequest {
   std::vector<float> partials;  // [count][kPartialFrames][kMelBands]
   int count = 0;                // 0: shorter than one partial, the embedding is empty
   float high_band = 1;          // high_band_ratio() of the utterance
+  bool narrowband() const;      // telephone band: high_band under kNarrowbandRatio
 };
 UtteranceRequest utterance_request(const MelSpectrogram& mel, const float* audio, int64_t n);
 
@@ -50,9 +51,10 @@ int embed_utterances(VoiceEncoder& encoder, const std::vector<const UtteranceReq
                      std::vector<std::vector<float>>& embeddings, int max_batch = 64);
 
 // The utterance embedding of `audio` alone. Empty when the audio is shorter than one partial
-// (25 440 samples, 1.59 s: 160 frames centred 160 samples apart).
+// (25 440 samples, 1.59 s: 160 frames centred 160 samples apart). `narrowband`, where given:
+// whether the audio is telephone band (high_band_ratio() under kNarrowbandRatio).
 std::vector<float> utterance_embedding(VoiceEncoder& encoder, const MelSpectrogram& mel,
-                                       const float* audio, int64_t n);
+                                       const float* audio, int64_t n, bool* narrowband = nullptr);
 
 // The power of a mel spectrogram [frames][kMelBands] in the bands centred at 4.2 kHz or more,
 // over that in the bands centred at 2.4-3.4 kHz: how sharply the spectrum ends above the

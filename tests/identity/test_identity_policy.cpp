@@ -227,14 +227,17 @@ TEST(IdentityPolicy, AGrownVoiceIsTheEnrolledPersonItClearlyMatches) {
   IdentitySettings s = settings();
   s.enrolled_merge_threshold = 0.70;
   const IdentityPolicy p(s);
-  EXPECT_TRUE(p.is_enrolled(0.72f, 0.50f, 8.0));
-  EXPECT_TRUE(p.is_enrolled(0.72f, -1.f, 8.0));    // nobody else enrolled
-  EXPECT_FALSE(p.is_enrolled(0.72f, 0.50f, 4.0));  // too little evidence
-  EXPECT_FALSE(p.is_enrolled(0.68f, 0.50f, 8.0));  // below the threshold
-  EXPECT_FALSE(p.is_enrolled(0.72f, 0.65f, 8.0));  // another enrolment as close
+  const Match host{1, 0.72f, true}, guest{2, 0.50f, true};
+  EXPECT_EQ(p.enrolled_match({guest, host}, 8.0, false), 1);
+  EXPECT_EQ(p.enrolled_match({host}, 8.0, false), 1);                      // nobody else enrolled
+  EXPECT_EQ(p.enrolled_match({host, guest}, 4.0, false), -1);              // too little evidence
+  EXPECT_EQ(p.enrolled_match({{1, 0.68f, true}, guest}, 8.0, false), -1);  // below the threshold
+  EXPECT_EQ(p.enrolled_match({host, {2, 0.65f, true}}, 8.0, false), -1);   // another as close
   // Telephone against telephone, as a turn counts it.
-  EXPECT_FALSE(p.is_enrolled(p.calibrated(0.72f, true), 0.50f, 8.0));
-  EXPECT_TRUE(p.is_enrolled(p.calibrated(0.82f, true), 0.50f, 8.0));
+  EXPECT_EQ(p.enrolled_match({{1, 0.72f, true, true}, guest}, 8.0, true), -1);
+  EXPECT_EQ(p.enrolled_match({{1, 0.82f, true, true}, guest}, 8.0, true), 1);
+  // A wideband voice against a telephone enrolment, or the reverse: no shift.
+  EXPECT_EQ(p.enrolled_match({{1, 0.72f, true, true}, guest}, 8.0, false), 1);
 }
 
 TEST(IdentityPolicy, OnlyClearEvidenceTrainsAVoiceprint) {
